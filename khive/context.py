@@ -1,0 +1,38 @@
+"""Who is asking, over what, and how the answer should be shaped: handed to every verb handler."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from khive.progress import ProgressSink, discard_progress
+
+if TYPE_CHECKING:
+    from khive.runtime import Runtime
+
+# Transports. The two MCP ones form "the MCP wire", where operator verbs are blocked.
+CLI = "cli"
+MCP_STDIO = "mcp-stdio"
+MCP_HTTP = "mcp-http"
+INPROC = "inproc"
+WIRE_TRANSPORTS = frozenset({MCP_STDIO, MCP_HTTP})
+
+PRESENTATIONS = ("agent", "verbose", "human")
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    runtime: Runtime
+    principal: str
+    transport: str
+    presentation: str = "agent"
+    request_id: str = ""
+    progress: ProgressSink = discard_progress
+    extra: dict[str, Any] | None = None  # transport-specific handles (e.g. the MCP session)
+
+    def with_(self, **changes: Any) -> Context:
+        return replace(self, **changes)
+
+    @property
+    def on_wire(self) -> bool:
+        return self.transport in WIRE_TRANSPORTS

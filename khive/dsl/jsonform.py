@@ -1,0 +1,118 @@
+"""The JSON form of a request.
+
+    {"verb": "pack.verb", "args": {...}}          single
+    [{"verb": ...}, {"verb": ...}]                parallel
+    {"chain": [{"verb": ...}, {"verb": ...}]}     chain
+
+A string argument that is exactly a reference (``"$prev.items[0].id"``) becomes a ``Ref``; a
+leading backslash (``"\\\\$prev"`` in JSON text) keeps it a literal string.
+"""
+
+from __future__ import annotations
+
+import re
+from types import MappingProxyType
+from typing import Any
+
+import orjson
+
+from khive.dsl.errors import syntax_error
+from khive.dsl.nodes import Mode, Op, Ref, Request
+from khive.errors import DslSyntaxError
+
+MAX_DEPTH = 64
+MAX_OPS = 100
+_VERB_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?\Z")
+_REF_RE = re.compile(r"\$prev((?:\.[A-Za-z_][A-Za-z0-9_]*|\[[0-9]+\])*)\Z")
+_REF_STEP_RE = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[([0-9]+)\]")
+
+
+def parse_json_form(text: str) -> Request:
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        message = str(exc.msg) if hasattr(exc, "msg") else str(exc)
+        reason = "too-deep" if "recursion" in message.lower() else "json-error"
+        raise syntax_error(text, exc.lineno or 1, exc.colno or 1, f"invalid JSON: {message}", reason) from None
+    _check_depth(text, data)
+    if isinstance(data, list):
+        if not data:
+            raise syntax_error(text, 1, 1, "empty batch: a batch needs at least one op", "empty-batch")
+        if len(data) > MAX_OPS:
+            raise syntax_error(text, 1, 1, f"a batch holds at most {MAX_OPS} ops, got {len(data)}", "too-many-ops")
+        return Request(Mode.PARALLEL, tuple(_op(text, item, f"[{i}]") for i, item in enumerate(data)))
+    if isinstance(data, dict) and "chain" in data:
+        if set(data) != {"chain"} or not isinstance(data["chain"], list) or not data["chain"]:
+            raise syntax_error(text, 1, 1, 'a chain is {"chain": [op, op, ...]} with at least one op',
+                               "json-shape")
+        if len(data["chain"]) > MAX_OPS:
+            raise syntax_error(text, 1, 1, f"a chain holds at most {MAX_OPS} ops", "too-many-ops")
+        ops = tuple(_op(text, item, f"chain[{i}]") for i, item in enumerate(data["chain"]))
+        if _has_ref(ops[0].args):
+            raise syntax_error(text, 1, 1, "the first op of a chain has no $prev", "prev-in-first-op")
+        return Request(Mode.CHAIN, ops)
+    op = _op(text, data, "request")
+    if _has_ref(op.args):
+        raise syntax_error(text, 1, 1, "$prev is only available inside a chain", "prev-outside-chain")
+    return Request(Mode.SINGLE, (op,))
+
+
+def _op(text: str, item: Any, where: str) -> Op:
+    if not isinstance(item, dict) or "verb" not in item:
+        raise syntax_error(text, 1, 1, f'{where}: an op is an object {{"verb": "...", "args": {{...}}}}',
+                           "json-shape")
+    unknown = set(item) - {"verb", "args"}
+    if unknown:
+        raise syntax_error(text, 1, 1, f"{where}: unknown key(s) {sorted(unknown)}; an op has verb and args",
+                           "json-shape")
+    verb, args = item["verb"], item.get("args", {})
+    if not isinstance(verb, str) or not _VERB_RE.match(verb):
+        raise syntax_error(text, 1, 1, f"{where}: verb must be a name like pack.verb, got {verb!r}", "verb-name")
+    if not isinstance(args, dict):
+        raise syntax_error(text, 1, 1, f"{where}: args must be an object", "json-shape")
+    return Op(verb, MappingProxyType({key: _refs(value) for key, value in args.items()}))
+
+
+def _refs(value: Any) -> Any:
+    if isinstance(value, str):
+        match = _REF_RE.match(value)
+        if match:
+            steps = tuple(name if name else int(index) for name, index in _REF_STEP_RE.findall(match.group(1)))
+            return Ref(steps)
+        if value.startswith("\\$prev"):
+            return value[1:]
+        return value
+    if isinstance(value, list):
+        return [_refs(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _refs(item) for key, item in value.items()}
+    return value
+
+
+def _has_ref(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Ref):
+            return True
+        if isinstance(item, (dict, MappingProxyType)):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def _check_depth(text: str, data: Any) -> None:
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise syntax_error(text, 1, 1, f"nesting deeper than {MAX_DEPTH} levels", "too-deep",
+                               "flatten the value")
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+
+
+__all__ = ["DslSyntaxError", "parse_json_form"]

@@ -1,0 +1,97 @@
+"""One exception root for khive; every error carries a stable machine-readable ``code``.
+
+    KhiveError (code)
+    ├── DslSyntaxError          parse-error: line, column, excerpt with caret, reason
+    ├── ConfigError             config_error: file, line, fix
+    ├── PackLoadError           pack_load_error: unknown pack, missing requirement
+    └── OpError                 raised inside an op; becomes that op's error envelope
+        ├── InvalidArgs         invalid_args
+        ├── UnknownVerb         unknown_verb
+        ├── PermissionDenied    permission_denied
+        ├── WriteConflict       write_conflict
+        ├── RefError            ref_error ($prev path that does not exist)
+        ├── ResultTooDeep       result_too_deep
+        └── NotFound            not_found (packs may use narrower codes)
+
+Packs raise ``OpError`` (or a subclass, or ``OpError(code=...)``) and never let a bare
+exception cross the dispatcher: anything else is reported as ``internal_error``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class KhiveError(Exception):
+    code: str = "khive_error"
+
+    def __init__(self, message: str, *, code: str | None = None, details: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.details: dict[str, Any] = details or {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "details": self.details}
+
+
+class DslSyntaxError(KhiveError):
+    """A request text that is not valid DSL (or JSON form). Never raised for a valid request."""
+
+    code = "parse-error"
+
+    def __init__(self, message: str, *, reason: str, line: int, column: int, excerpt: str, hint: str = ""):
+        details = {"reason": reason, "line": line, "column": column, "excerpt": excerpt}
+        if hint:
+            details["hint"] = hint
+        super().__init__(message, details=details)
+        self.reason = reason
+        self.line = line
+        self.column = column
+        self.excerpt = excerpt
+        self.hint = hint
+
+    def __str__(self) -> str:
+        text = f"{self.message} (line {self.line}, column {self.column}) [{self.reason}]\n{self.excerpt}"
+        return f"{text}\nhint: {self.hint}" if self.hint else text
+
+
+class ConfigError(KhiveError):
+    code = "config_error"
+
+
+class PackLoadError(KhiveError):
+    code = "pack_load_error"
+
+
+class OpError(KhiveError):
+    code = "op_error"
+
+
+class InvalidArgs(OpError):
+    code = "invalid_args"
+
+
+class UnknownVerb(OpError):
+    code = "unknown_verb"
+
+
+class PermissionDenied(OpError):
+    code = "permission_denied"
+
+
+class WriteConflict(OpError):
+    code = "write_conflict"
+
+
+class RefError(OpError):
+    code = "ref_error"
+
+
+class ResultTooDeep(OpError):
+    code = "result_too_deep"
+
+
+class NotFound(OpError):
+    code = "not_found"

@@ -1,0 +1,94 @@
+"""Every hook a khive pack can implement. Hooks return declarations; the core acts on them.
+
+A pack is a module (or object) registered under the ``khive.packs`` entry-point group. It must
+define ``khive_pack_info()``; every other hook is optional.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from khive.runtime import Runtime
+    from khive.verbs import Verb
+
+hookspec = pluggy.HookspecMarker("khive")
+hookimpl = pluggy.HookimplMarker("khive")
+
+
+@dataclass(frozen=True, slots=True)
+class PackInfo:
+    name: str
+    version: str
+    requires: tuple[str, ...] = ()
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaPlan:
+    """Tables a pack needs in the project's state database, applied at start-up."""
+
+    name: str
+    statements: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedderSpec:
+    name: str
+    dimensions: int
+    factory: Callable[[], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeRule:
+    """An allowed edge: ``relation`` from a document of ``from_kinds`` to one of ``to_kinds``."""
+
+    relation: str
+    from_kinds: frozenset[str]
+    to_kinds: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class WarmTask:
+    name: str
+    run: Callable[[], Awaitable[None]]
+    resources: tuple[str, ...] = field(default=())
+
+
+@hookspec
+def khive_pack_info() -> PackInfo:  # type: ignore[empty-body]
+    """Name, version and required packs of this pack."""
+
+
+@hookspec
+def khive_register_verbs() -> Sequence[Verb]:  # type: ignore[empty-body]
+    """The verbs this pack declares."""
+
+
+@hookspec
+def khive_schema_plans() -> Sequence[SchemaPlan]:  # type: ignore[empty-body]
+    """Tables this pack needs in the project state database."""
+
+
+@hookspec
+def khive_register_embedders() -> Sequence[EmbedderSpec]:  # type: ignore[empty-body]
+    """Embedding providers this pack offers to the retrieval index."""
+
+
+@hookspec
+def khive_edge_rules() -> Sequence[EdgeRule]:  # type: ignore[empty-body]
+    """Allowed endpoints of the edges this pack contributes to the index."""
+
+
+@hookspec
+def khive_index_sources(runtime: Runtime) -> Sequence[Any]:  # type: ignore[empty-body]
+    """Document sources this pack contributes to the shared retrieval index."""
+
+
+@hookspec
+def khive_warm(runtime: Runtime) -> Sequence[WarmTask]:  # type: ignore[empty-body]
+    """Work that makes the first request fast (open indexes, connections); run in the background."""

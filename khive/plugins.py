@@ -1,0 +1,125 @@
+"""The plugin manager factory: discover packs, select them, validate them, fail fast.
+
+Built-in packs are registered through the same ``khive.packs`` entry points as third-party ones.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from importlib.metadata import entry_points
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pluggy
+
+from khive import hookspecs
+from khive.errors import PackLoadError
+from khive.hookspecs import EdgeRule, EmbedderSpec, PackInfo, SchemaPlan
+from khive.verbs import VerbRegistry
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "khive.packs"
+ALWAYS_LOADED = ("core",)
+DEFAULT_PACKS = ("core",)
+
+
+def available_packs() -> dict[str, Any]:
+    """Pack name -> entry point, for every installed pack."""
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def build_plugin_manager(selected: Sequence[str] | None = None,
+                         extra: Iterable[object] = ()) -> tuple[pluggy.PluginManager, tuple[PackInfo, ...]]:
+    """Load the selected packs (default: all installed) plus ``extra`` plugin objects."""
+    available = available_packs()
+    names = list(dict.fromkeys([*ALWAYS_LOADED, *(selected if selected is not None else sorted(available))]))
+    unknown = [name for name in names if name not in available]
+    if unknown:
+        raise PackLoadError(
+            f"unknown pack(s) {', '.join(unknown)} in KHIVE_PACKS; installed packs: {', '.join(sorted(available))}",
+            details={"unknown": unknown, "available": sorted(available)},
+        )
+    plugins: list[object] = [available[name].load() for name in names]
+    plugins.extend(extra)
+
+    pm = pluggy.PluginManager("khive")
+    pm.add_hookspecs(hookspecs)
+    infos: list[PackInfo] = []
+    for plugin in plugins:
+        info = _pack_info(plugin)
+        if pm.get_plugin(info.name) is not None:
+            raise PackLoadError(f"pack {info.name!r} is registered twice")
+        pm.register(plugin, name=info.name)
+        infos.append(info)
+    loaded = {info.name for info in infos}
+    for info in infos:
+        missing = [name for name in info.requires if name not in loaded]
+        if missing:
+            raise PackLoadError(
+                f"pack {info.name!r} requires {', '.join(missing)}, which is not loaded; add it to KHIVE_PACKS",
+                details={"pack": info.name, "missing": missing},
+            )
+    pm.check_pending()
+    return pm, tuple(infos)
+
+
+def _pack_info(plugin: object) -> PackInfo:
+    hook = getattr(plugin, "khive_pack_info", None)
+    if hook is None:
+        shown = plugin.__name__ if isinstance(plugin, ModuleType) else type(plugin).__name__
+        raise PackLoadError(f"plugin {shown} does not define khive_pack_info()")
+    info = hook()
+    if not isinstance(info, PackInfo):
+        raise PackLoadError(f"khive_pack_info() of {plugin!r} must return a PackInfo")
+    return info
+
+
+def collect_verbs(pm: pluggy.PluginManager) -> VerbRegistry:
+    registry = VerbRegistry()
+    for impl in pm.hook.khive_register_verbs.get_hookimpls():
+        for verb in impl.function():
+            registry.add(replace(verb, pack=impl.plugin_name))
+    return registry
+
+
+def collect_embedders(pm: pluggy.PluginManager) -> dict[str, EmbedderSpec]:
+    found: dict[str, EmbedderSpec] = {}
+    for specs in pm.hook.khive_register_embedders():
+        for spec in specs:
+            found[spec.name] = spec
+    return found
+
+
+def collect_edge_rules(pm: pluggy.PluginManager) -> tuple[EdgeRule, ...]:
+    return tuple(rule for rules in pm.hook.khive_edge_rules() for rule in rules)
+
+
+def apply_schema_plans(pm: pluggy.PluginManager, database: Path) -> dict[str, str]:
+    """Apply every pack's schema plans; a failing pack is logged and reported, never fatal."""
+    status: dict[str, str] = {}
+    database.parent.mkdir(parents=True, exist_ok=True)
+    for impl in pm.hook.khive_schema_plans.get_hookimpls():
+        pack = impl.plugin_name
+        try:
+            plans: Sequence[SchemaPlan] = impl.function()
+            with sqlite3.connect(database) as db:
+                for plan in plans:
+                    for statement in plan.statements:
+                        db.execute(statement)
+            status[pack] = "ok"
+        except Exception as exc:  # one pack's bad plan must not stop the server
+            log.error("schema plan of pack %s failed: %s", pack, exc)
+            status[pack] = f"failed: {exc}"
+    return status
+
+
+def selected_from_env(env: Mapping[str, str]) -> list[str] | None:
+    raw = env.get("KHIVE_PACKS", "").strip()
+    if not raw:
+        return None
+    return [name.strip() for name in raw.split(",") if name.strip()]

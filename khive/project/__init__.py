@@ -1,0 +1,1 @@
+"""The khive project: its directory, ``khive.yaml`` and state under ``.khive/``."""

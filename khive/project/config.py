@@ -1,0 +1,188 @@
+"""``khive.yaml``: pydantic models plus a loader that reports errors with file, line and fix.
+
+Secrets never live in project files: anything secret is an ``env:VAR`` reference, resolved by
+the composition root that reads the environment.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError
+
+from khive.errors import ConfigError
+
+CONFIG_NAME = "khive.yaml"
+STATE_DIR = ".khive"
+_ENV_REF_RE = re.compile(r"env:[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _env_ref(value: str) -> str:
+    if not _ENV_REF_RE.match(value):
+        raise ValueError(
+            "must be an env:VAR reference (secrets are never written into project files), e.g. env:KHIVE_TOKEN"
+        )
+    return value
+
+
+class AuthRuleConfig(_Section):
+    effect: Literal["allow", "deny"]
+    principal: str = "*"
+    transport: str = "*"
+    verb: str = "*"
+    visibility: Literal["*", "public", "operator"] = "*"
+    reason: str = ""
+
+
+class AuthConfig(_Section):
+    default: Literal["allow", "deny"] = "allow"
+    rules: list[AuthRuleConfig] = Field(default_factory=list)
+
+
+class AuditConfig(_Section):
+    store: Literal["sqlite", "postgres"] = "sqlite"
+    path: str | None = None  # sqlite: relative to the project, default .khive/audit.sqlite
+    url: str | None = None  # postgres: env:VAR holding the connection string
+    table: str = "khive_audit_events"
+
+    @field_validator("url")
+    @classmethod
+    def _url_is_env(cls, value: str | None) -> str | None:
+        return None if value is None else _env_ref(value)
+
+    @field_validator("table")
+    @classmethod
+    def _table_name(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+            raise ValueError("must be a plain SQL identifier such as khive_audit_events")
+        return value
+
+
+class TokenConfig(_Section):
+    token: str
+    principal: str
+
+    @field_validator("token")
+    @classmethod
+    def _token_is_env(cls, value: str) -> str:
+        return _env_ref(value)
+
+
+class ServerConfig(_Section):
+    tokens: list[TokenConfig] = Field(default_factory=list)
+    max_result_depth: int = Field(default=128, ge=8, le=10_000)
+
+
+class KhiveConfig(_Section):
+    version: Literal[1] = 1
+    name: str | None = None
+    packs: list[str] | None = None
+    auth: AuthConfig = Field(default_factory=AuthConfig)
+    audit: AuditConfig = Field(default_factory=AuditConfig)
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    connections: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+def find_project(start: Path) -> Path | None:
+    """The nearest directory at or above ``start`` holding a khive.yaml."""
+    current = start.resolve()
+    for candidate in (current, *current.parents):
+        if (candidate / CONFIG_NAME).is_file():
+            return candidate
+    return None
+
+
+def load_config(path: Path) -> KhiveConfig:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}", details={"file": str(path)}) from None
+    return parse_config(text, path)
+
+
+def parse_config(text: str, path: Path) -> KhiveConfig:
+    yaml = YAML(typ="rt")
+    try:
+        data = yaml.load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line = mark.line + 1 if mark is not None else 1
+        raise ConfigError(f"{path}:{line}: invalid YAML: {exc.problem}",
+                          details={"file": str(path), "line": line, "fix": "fix the YAML syntax"}) from None
+    if data is None:
+        data = CommentedMap()
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{path}:1: khive.yaml must be a mapping of sections",
+                          details={"file": str(path), "line": 1})
+    try:
+        return KhiveConfig.model_validate(_plain(data))
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        loc = tuple(first["loc"])
+        line = _line_of(data, loc)
+        where = ".".join(str(part) for part in loc) or "(top level)"
+        fix = _fix(first, loc)
+        message = f"{path}:{line}: {where}: {first['msg']}"
+        if fix:
+            message += f"; fix: {fix}"
+        raise ConfigError(message, details={"file": str(path), "line": line, "field": where, "fix": fix,
+                                            "errors": len(exc.errors())}) from None
+
+
+def _fix(error: Mapping[str, Any], loc: tuple[Any, ...]) -> str:
+    if error["type"] == "extra_forbidden":
+        parent: type[BaseModel] = KhiveConfig
+        for part in loc[:-1]:
+            field = parent.model_fields.get(str(part)) if isinstance(part, str) else None
+            annotation = getattr(field, "annotation", None) if field else None
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                parent = annotation
+        known = ", ".join(sorted(parent.model_fields))
+        return f"remove {loc[-1]!r} or use one of: {known}"
+    if error["type"] == "literal_error":
+        return f"use one of {error.get('ctx', {}).get('expected', '')}"
+    return ""
+
+
+def _line_of(data: Any, loc: tuple[Any, ...]) -> int:
+    """1-based line of the deepest node of ``loc`` that exists in the ruamel document."""
+    line = 1
+    node = data
+    for part in loc:
+        if isinstance(node, CommentedMap) and part in node:
+            line = node.lc.key(part)[0] + 1
+            node = node[part]
+        elif isinstance(node, CommentedSeq) and isinstance(part, int) and part < len(node):
+            line = node.lc.item(part)[0] + 1
+            node = node[part]
+        else:
+            break
+    return line
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def resolve_env(reference: str, env: Mapping[str, str], *, what: str) -> str:
+    """Resolve an ``env:VAR`` reference; a missing variable is a ConfigError naming it."""
+    name = reference.removeprefix("env:")
+    value = env.get(name)
+    if not value:
+        raise ConfigError(f"{what} refers to environment variable {name}, which is not set",
+                          details={"variable": name, "fix": f"export {name}=..."})
+    return value

@@ -1,0 +1,97 @@
+"""The Runtime: everything a request needs, built once by a composition root and passed down."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pluggy
+
+from khive.audit.sqlite import SqliteAuditStore
+from khive.audit.store import AuditStore
+from khive.gate import Gate, Rule
+from khive.hookspecs import EdgeRule, EmbedderSpec, PackInfo
+from khive.plugins import (
+    apply_schema_plans,
+    build_plugin_manager,
+    collect_edge_rules,
+    collect_embedders,
+    collect_verbs,
+)
+from khive.project.config import STATE_DIR, KhiveConfig, resolve_env
+from khive.verbs import VerbRegistry
+
+
+@dataclass
+class Runtime:
+    project: Path
+    config: KhiveConfig
+    plugins: pluggy.PluginManager
+    packs: tuple[PackInfo, ...]
+    registry: VerbRegistry
+    gate: Gate
+    audit: AuditStore
+    embedders: dict[str, EmbedderSpec]
+    edge_rules: tuple[EdgeRule, ...]
+    schema_status: dict[str, str]
+    max_result_depth: int = 128
+    services: dict[str, Any] = field(default_factory=dict)  # packs' warm handles, keyed by pack
+
+    @property
+    def state_dir(self) -> Path:
+        return self.project / STATE_DIR
+
+    @property
+    def config_id(self) -> str:
+        return compute_config_id(self.project, self.packs, self.embedders)
+
+    async def aclose(self) -> None:
+        await self.audit.aclose()
+
+
+def compute_config_id(project: Path, packs: Iterable[PackInfo], embedders: Mapping[str, EmbedderSpec]) -> str:
+    """A fingerprint of what answers requests: packs and versions, project path, embedders."""
+    parts = [str(project.resolve())]
+    parts += sorted(f"pack:{info.name}={info.version}" for info in packs)
+    parts += sorted(f"embedder:{name}:{spec.dimensions}" for name, spec in embedders.items())
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def build_runtime(project: Path, config: KhiveConfig, env: Mapping[str, str], *,
+                  packs: Sequence[str] | None = None, extra_plugins: Iterable[object] = (),
+                  audit: AuditStore | None = None) -> Runtime:
+    pm, infos = build_plugin_manager(packs if packs is not None else config.packs, extra_plugins)
+    state_dir = project / STATE_DIR
+    schema_status = apply_schema_plans(pm, state_dir / "state.sqlite")
+    gate = Gate(tuple(Rule(**rule.model_dump()) for rule in config.auth.rules), default=config.auth.default)
+    return Runtime(
+        project=project,
+        config=config,
+        plugins=pm,
+        packs=infos,
+        registry=collect_verbs(pm),
+        gate=gate,
+        audit=audit if audit is not None else open_audit_store(project, config, env),
+        embedders=collect_embedders(pm),
+        edge_rules=collect_edge_rules(pm),
+        schema_status=schema_status,
+        max_result_depth=config.server.max_result_depth,
+    )
+
+
+def open_audit_store(project: Path, config: KhiveConfig, env: Mapping[str, str]) -> AuditStore:
+    section = config.audit
+    if section.store == "postgres":
+        from khive.audit.postgres import PostgresAuditStore
+
+        if section.url is None:
+            from khive.errors import ConfigError
+
+            raise ConfigError("audit.store is postgres but audit.url is not set",
+                              details={"fix": "set audit.url: env:KHIVE_AUDIT_URL"})
+        return PostgresAuditStore(resolve_env(section.url, env, what="audit.url"), table=section.table)
+    path = Path(section.path) if section.path else Path(STATE_DIR) / "audit.sqlite"
+    return SqliteAuditStore(path if path.is_absolute() else project / path)

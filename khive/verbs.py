@@ -1,0 +1,99 @@
+"""Verb declarations and the registry that resolves names to them.
+
+A pack declares each verb as a frozen ``Verb``: its parameter model (pydantic), an async
+handler ``(params, ctx) -> result``, a visibility, and optionally a write-key rule. Handlers
+know nothing of DSL text, envelopes, MCP or audit.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from khive.errors import PackLoadError, UnknownVerb
+
+if TYPE_CHECKING:
+    from khive.context import Context
+
+
+class Visibility(str, Enum):
+    PUBLIC = "public"
+    OPERATOR = "operator"  # subhandler: blocked at the MCP wire, for the CLI / local operator
+
+
+class Params(BaseModel):
+    """Base for verb parameter models: unknown arguments are errors, not silently dropped."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NoParams(Params):
+    pass
+
+
+Handler = Callable[[Any, "Context"], Awaitable[Any]]
+WriteKeys = Callable[[Any], Sequence[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Verb:
+    name: str
+    params: type[BaseModel]
+    handler: Handler
+    doc: str
+    visibility: Visibility = Visibility.PUBLIC
+    write_keys: WriteKeys | None = None
+    write_key_rule: str = ""  # human description of write_keys, shown by help=true
+    read_only: bool = True  # safe to resend after a lost response (daemon)
+    always_verbose: bool = False  # presentation transforms never apply
+    pack: str = ""
+
+    @property
+    def summary(self) -> str:
+        return self.doc.strip().splitlines()[0] if self.doc.strip() else ""
+
+    def help(self) -> dict[str, Any]:
+        return {
+            "verb": self.name,
+            "pack": self.pack,
+            "doc": self.doc.strip(),
+            "visibility": self.visibility.value,
+            "read_only": self.read_only,
+            "write_keys": self.write_key_rule or ("none" if self.write_keys is None else "declared"),
+            "params": self.params.model_json_schema(),
+        }
+
+
+@dataclass(slots=True)
+class VerbRegistry:
+    verbs: dict[str, Verb] = field(default_factory=dict)
+
+    def add(self, verb: Verb) -> None:
+        if verb.name in self.verbs:
+            other = self.verbs[verb.name]
+            raise PackLoadError(f"verb {verb.name!r} is declared by both {other.pack!r} and {verb.pack!r}")
+        self.verbs[verb.name] = verb
+
+    def extend(self, verbs: Iterable[Verb]) -> None:
+        for verb in verbs:
+            self.add(verb)
+
+    def resolve(self, name: str) -> Verb:
+        verb = self.verbs.get(name)
+        if verb is not None:
+            return verb
+        close = difflib.get_close_matches(name, list(self.verbs), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; call verbs() to list them"
+        raise UnknownVerb(f"unknown verb {name!r}{hint}", details={"verb": name, "closest": close})
+
+    def catalogue(self, *, include_operator: bool = True) -> list[dict[str, str]]:
+        return [
+            {"verb": verb.name, "doc": verb.summary, "visibility": verb.visibility.value}
+            for name, verb in sorted(self.verbs.items())
+            if include_operator or verb.visibility is Visibility.PUBLIC
+        ]

@@ -1,0 +1,61 @@
+"""Verbs of the core pack."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from khive.audit.store import AuditQuery
+from khive.context import Context
+from khive.verbs import NoParams, Params, Verb, Visibility
+
+
+class VerbsParams(Params):
+    pack: str | None = Field(default=None, description="only verbs of this pack")
+
+
+async def list_verbs(params: VerbsParams, ctx: Context) -> dict[str, Any]:
+    """List every verb with its one-line doc and visibility."""
+    catalogue = [
+        {"verb": verb.name, "pack": verb.pack, "doc": verb.summary, "visibility": verb.visibility.value}
+        for name, verb in sorted(ctx.runtime.registry.verbs.items())
+        if params.pack is None or verb.pack == params.pack
+    ]
+    return {"verbs": catalogue, "count": len(catalogue), "help": "any.verb(help=true) shows a verb's parameters"}
+
+
+class PingParams(Params):
+    echo: Any = Field(default=None, description="returned unchanged")
+
+
+async def ping(params: PingParams, ctx: Context) -> dict[str, Any]:
+    """Answer immediately; echoes its argument (a no-op for checks and benchmarks)."""
+    return {"pong": True, "echo": params.echo}
+
+
+class AuditQueryParams(Params):
+    verb: str | None = Field(default=None, description="verb glob, e.g. wiki.*")
+    principal: str | None = Field(default=None, description="principal glob")
+    outcome: str | None = Field(default=None, description="ok, aborted, or an error code")
+    since: datetime | None = Field(default=None, description="ISO time, inclusive")
+    until: datetime | None = Field(default=None, description="ISO time, exclusive")
+    request_id: str | None = None
+    limit: int = Field(default=100, ge=1, le=10_000)
+
+
+async def audit_query(params: AuditQueryParams, ctx: Context) -> dict[str, Any]:
+    """Read the audit trail back, newest first (operator)."""
+    events = await ctx.runtime.audit.query(AuditQuery(**params.model_dump()))
+    return {"events": [event.to_dict() for event in events], "count": len(events)}
+
+
+VERBS = (
+    Verb("verbs", VerbsParams, list_verbs, list_verbs.__doc__ or ""),
+    Verb("ping", PingParams, ping, ping.__doc__ or ""),
+    Verb("audit.query", AuditQueryParams, audit_query, audit_query.__doc__ or "",
+         visibility=Visibility.OPERATOR),
+)
+
+__all__ = ["VERBS", "NoParams"]
