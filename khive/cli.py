@@ -1,0 +1,233 @@
+"""The ``khive`` command line: a composition root (reads config and environment, builds the Runtime).
+
+Exit codes of ``khive request``: 0 every op succeeded, 1 some op failed, 2 the DSL did not parse
+(or the project/config is broken).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+
+from khive import __version__
+from khive.bootstrap import locate_project, open_runtime, operator_principal
+from khive.cli_progress import RichProgressSink
+from khive.context import CLI, PRESENTATIONS, Context
+from khive.dispatch import dispatch
+from khive.dsl import parse
+from khive.errors import ConfigError, DslSyntaxError, KhiveError
+from khive.runtime import Runtime
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        result: int = args.handler(args)
+        return result
+    except (ConfigError, KhiveError) as exc:
+        print(f"khive: {exc.message}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="khive", description="khive: a data-context server for AI agents")
+    parser.add_argument("--version", action="version", version=f"khive {__version__}")
+    parser.add_argument("--project", help="project directory (default: KHIVE_PROJECT or nearest khive.yaml)")
+    parser.add_argument("--verbose", action="store_true", help="say more about what happens")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    init = commands.add_parser("init", help="create a khive project")
+    init.add_argument("dir", nargs="?", default=".")
+    init.set_defaults(handler=_init)
+
+    request = commands.add_parser("request", help="run one request and print its envelope")
+    request.add_argument("ops", help='DSL text, e.g. "verbs()", or "-" to read it from stdin')
+    request.add_argument("--presentation", choices=PRESENTATIONS, default="agent")
+    request.add_argument("--request-id", default="")
+    request.set_defaults(handler=_request)
+
+    verbs = commands.add_parser("verbs", help="list every verb")
+    verbs.add_argument("--pack")
+    verbs.set_defaults(handler=_verbs)
+
+    mcp = commands.add_parser("mcp", help="serve MCP over stdio (what agents start)")
+    mcp.set_defaults(handler=_mcp)
+
+    serve = commands.add_parser("serve", help="serve MCP over Streamable HTTP")
+    serve.add_argument("--http", action="store_true", required=True, help="use Streamable HTTP")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--no-auth", action="store_true", help="allow unauthenticated access (loopback only)")
+    serve.set_defaults(handler=_serve)
+
+    audit = commands.add_parser("audit", help="read the audit trail")
+    audit.add_argument("--verb")
+    audit.add_argument("--principal")
+    audit.add_argument("--outcome")
+    audit.add_argument("--since", type=datetime.fromisoformat)
+    audit.add_argument("--until", type=datetime.fromisoformat)
+    audit.add_argument("--limit", type=int, default=50)
+    audit.add_argument("--json", action="store_true", help="one JSON object per line")
+    audit.set_defaults(handler=_audit)
+
+    demo = commands.add_parser("demo", help="run the built-in example")
+    demo.add_argument("dir", nargs="?", default=None)
+    demo.set_defaults(handler=_demo)
+    return parser
+
+
+def _runtime(args: argparse.Namespace) -> Runtime:
+    project = locate_project(args.project, os.environ, Path.cwd())
+    return open_runtime(project, os.environ)
+
+
+def _init(args: argparse.Namespace) -> int:
+    from khive.project.layout import init_project
+
+    root = Path(args.project or args.dir).resolve()
+    created = init_project(root, operator_principal().split(":", 1)[1])
+    print(f"khive project at {root}" + (f" (created {', '.join(created)})" if created else " (already there)"))
+    return EXIT_OK
+
+
+def _request(args: argparse.Namespace) -> int:
+    text = sys.stdin.read() if args.ops == "-" else args.ops
+    try:
+        parse(text)
+    except DslSyntaxError as exc:
+        sys.stdout.write(orjson.dumps({"error": exc.to_dict()}, option=orjson.OPT_INDENT_2).decode() + "\n")
+        print(f"khive: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    runtime = _runtime(args)
+
+    async def run() -> dict[str, Any]:
+        try:
+            with RichProgressSink() as progress:
+                ctx = Context(runtime, operator_principal(), CLI, presentation=args.presentation,
+                              request_id=args.request_id, progress=progress)
+                return await dispatch(parse(text), ctx)
+        finally:
+            await runtime.aclose()
+
+    envelope = anyio.run(run)
+    sys.stdout.write(orjson.dumps(envelope, option=orjson.OPT_INDENT_2).decode() + "\n")
+    return EXIT_OK if envelope["status"] == "success" else EXIT_FAILED
+
+
+def _verbs(args: argparse.Namespace) -> int:
+    runtime = _runtime(args)
+    try:
+        for entry in runtime.registry.catalogue():
+            if args.pack and runtime.registry.verbs[entry["verb"]].pack != args.pack:
+                continue
+            marker = "  [operator]" if entry["visibility"] == "operator" else ""
+            print(f"{entry['verb']:<28} {entry['doc']}{marker}")
+    finally:
+        anyio.run(runtime.aclose)
+    return EXIT_OK
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from khive.mcp_server import run_stdio
+
+    runtime = _runtime(args)
+
+    async def run() -> None:
+        try:
+            await run_stdio(runtime)
+        finally:
+            await runtime.aclose()
+
+    anyio.run(run)
+    return EXIT_OK
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from khive.mcp_server import http_app
+    from khive.project.config import resolve_env
+
+    runtime = _runtime(args)
+    tokens = {resolve_env(entry.token, os.environ, what="server.tokens"): entry.principal
+              for entry in runtime.config.server.tokens}
+    if os.environ.get("KHIVE_HTTP_TOKEN"):
+        tokens[os.environ["KHIVE_HTTP_TOKEN"]] = "agent:http"
+    if args.no_auth:
+        if not _is_loopback(args.host):
+            print(f"khive: --no-auth is only allowed on a loopback address, not {args.host}", file=sys.stderr)
+            return EXIT_USAGE
+        app = http_app(runtime, tokens=None, host=args.host)
+    elif not tokens:
+        print("khive: refusing to serve HTTP without a bearer token: set KHIVE_HTTP_TOKEN or server.tokens "
+              "in khive.yaml (or --no-auth on a loopback address)", file=sys.stderr)
+        return EXIT_USAGE
+    else:
+        app = http_app(runtime, tokens=tokens, host=args.host)
+    print(f"khive: serving MCP on http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    anyio.run(runtime.aclose)
+    return EXIT_OK
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from khive.audit.store import AuditQuery
+
+    runtime = _runtime(args)
+    query = AuditQuery(verb=args.verb, principal=args.principal, outcome=args.outcome, since=args.since,
+                       until=args.until, limit=args.limit)
+
+    async def run() -> list[dict[str, Any]]:
+        try:
+            return [event.to_dict() for event in await runtime.audit.query(query)]
+        finally:
+            await runtime.aclose()
+
+    events = anyio.run(run)
+    if args.json:
+        for event in events:
+            sys.stdout.write(orjson.dumps(event).decode() + "\n")
+        return EXIT_OK
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("time", "principal", "transport", "verb", "decision", "outcome", "µs", "reason")
+    for event in events:
+        table.add_row(event["ts"][:19], event["principal"], event["transport"], event["verb"],
+                      event["decision"], event["outcome"], str(event["duration_us"]), event["reason"][:60])
+    Console().print(table)
+    return EXIT_OK
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from khive.example import run_example
+
+    return run_example(Path(args.dir) if args.dir else None)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

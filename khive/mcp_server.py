@@ -1,0 +1,207 @@
+"""The MCP server: exactly one tool, ``request``, over stdio or Streamable HTTP.
+
+Protocol errors are raised only for malformed calls (a DSL syntax error is ``invalid_params``
+with ``data.reason = "parse-error"``); everything an agent can act on comes back inside the
+envelope, which is the tool's structured content.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import mcp_types as types
+import orjson
+from mcp import MCPError
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+
+from khive import __version__
+from khive.context import MCP_HTTP, MCP_STDIO, PRESENTATIONS, Context
+from khive.dispatch import dispatch
+from khive.dsl import parse
+from khive.errors import DslSyntaxError
+from khive.runtime import Runtime
+from khive.verbs import Visibility
+
+TOOL_NAME = "request"
+INVALID_PARAMS = -32602
+PRINCIPAL_SCOPE_KEY = "khive.principal"
+
+# Dispatch function: the local dispatcher, or a daemon forwarder with the same signature.
+Dispatcher = Callable[[str, Context], Awaitable[dict[str, Any]]]
+
+_GUIDE = """\
+Call khive with ONE tool, `request`, whose `ops` is a small DSL:
+  single    verb(arg=1)  or  pack.verb(name="x", opts={"k": [1, true, null]})
+  parallel  [a(x=1), b(y=2)]            (up to 100 ops, run concurrently)
+  chain     a(q="x") | b(id=$prev.items[0].id)   (in order; $prev is the previous result)
+Arguments are named JSON values. `any.verb(help=true)` returns a verb's parameter schema.
+The result is an envelope: results[i] is {ok, verb, result} or {ok: false, verb, error}.
+Start with discover.search(query=...) when you need to find data, once that pack is installed.
+"""
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "ops": {"type": "string", "description": "The request: DSL text or its JSON form."},
+        "presentation": {"type": "string", "enum": list(PRESENTATIONS), "default": "agent",
+                         "description": "agent (compact, default), verbose (canonical), human"},
+        "request_id": {"type": "string", "description": "Optional id echoed in the envelope and audit."},
+    },
+    "required": ["ops"],
+    "additionalProperties": False,
+}
+
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "results": {"type": "array", "items": {"type": "object"}},
+        "summary": {"type": "object"},
+        "status": {"type": "string", "enum": ["success", "partial", "failed"]},
+        "request_id": {"type": "string"},
+    },
+    "required": ["results", "summary", "status", "request_id"],
+}
+
+
+def tool_description(runtime: Runtime) -> str:
+    lines = [_GUIDE, "Verbs:"]
+    for entry in runtime.registry.catalogue():
+        marker = " (operator: CLI only)" if entry["visibility"] == Visibility.OPERATOR.value else ""
+        lines.append(f"  {entry['verb']}: {entry['doc']}{marker}")
+    return "\n".join(lines)
+
+
+def parse_error_data(exc: DslSyntaxError) -> dict[str, Any]:
+    return {"reason": "parse-error", "code": exc.reason, "message": exc.message, "line": exc.line,
+            "column": exc.column, "excerpt": exc.excerpt, "hint": exc.hint}
+
+
+async def local_dispatch(text: str, ctx: Context) -> dict[str, Any]:
+    return await dispatch(parse(text), ctx)
+
+
+def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,
+                 dispatcher: Dispatcher = local_dispatch) -> Server[Any]:
+    """A low-level MCP server exposing the one ``request`` tool."""
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+                         ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[types.Tool(
+            name=TOOL_NAME, description=tool_description(runtime), input_schema=INPUT_SCHEMA,
+            output_schema=OUTPUT_SCHEMA,
+        )])
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+                        ) -> types.CallToolResult:
+        if params.name != TOOL_NAME:
+            raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}; khive has one tool: {TOOL_NAME}")
+        arguments = params.arguments or {}
+        text, presentation, request_id = _tool_arguments(arguments)
+        try:
+            parse(text)  # a syntax error is a protocol error and never reaches the dispatcher
+        except DslSyntaxError as exc:
+            raise MCPError(INVALID_PARAMS, f"DSL syntax error: {exc.message}", parse_error_data(exc)) from None
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            await ctx.session.report_progress(done, total, message)
+
+        request_ctx = Context(runtime, _principal(ctx, transport), transport, presentation=presentation,
+                              request_id=request_id, progress=progress, extra={"mcp": ctx})
+        envelope = await dispatcher(text, request_ctx)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=orjson.dumps(envelope).decode())],
+            structured_content=envelope,
+        )
+
+    return Server("khive", version=__version__, instructions=_GUIDE, on_list_tools=list_tools,
+                  on_call_tool=call_tool)
+
+
+def _tool_arguments(arguments: Mapping[str, Any]) -> tuple[str, str, str]:
+    unknown = set(arguments) - {"ops", "presentation", "request_id"}
+    if unknown:
+        raise MCPError(INVALID_PARAMS, f"unknown argument(s) {sorted(unknown)}; request takes ops, "
+                                       "presentation, request_id")
+    text = arguments.get("ops")
+    if not isinstance(text, str):
+        raise MCPError(INVALID_PARAMS, "argument 'ops' is required and must be a string of DSL or JSON")
+    presentation = arguments.get("presentation") or "agent"
+    if presentation not in PRESENTATIONS:
+        raise MCPError(INVALID_PARAMS, f"presentation must be one of {', '.join(PRESENTATIONS)}")
+    request_id = arguments.get("request_id") or ""
+    if not isinstance(request_id, str):
+        raise MCPError(INVALID_PARAMS, "request_id must be a string")
+    return text, str(presentation), request_id
+
+
+def _principal(ctx: ServerRequestContext[Any], transport: str) -> str:
+    if transport == MCP_HTTP and ctx.request is not None:
+        scope = getattr(ctx.request, "scope", {})
+        return str(scope.get(PRINCIPAL_SCOPE_KEY, "agent:http"))
+    client = (ctx.meta or {}).get("io.modelcontextprotocol/clientInfo") if isinstance(ctx.meta, Mapping) else None
+    name = client.get("name") if isinstance(client, Mapping) else None
+    if name is None:
+        info = getattr(getattr(ctx.session, "client_params", None), "client_info", None)
+        name = getattr(info, "name", None)
+    return f"agent:{name or 'unknown'}"
+
+
+class BearerAuth:
+    """ASGI middleware: requests must carry ``Authorization: Bearer <token>``; the token names the principal."""
+
+    def __init__(self, app: Any, tokens: Mapping[str, str]):
+        self.app = app
+        self.tokens = dict(tokens)  # token -> principal
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
+        scheme, _, presented = header.partition(" ")
+        principal = None
+        if scheme.lower() == "bearer" and presented:
+            for token, name in self.tokens.items():
+                if hmac.compare_digest(token.encode(), presented.strip().encode()):
+                    principal = name
+        if principal is None:
+            body = orjson.dumps({"error": "unauthorized", "message": "missing or invalid bearer token"})
+            await send({"type": "http.response.start", "status": 401, "headers": [
+                (b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="khive"'),
+                (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        scope[PRINCIPAL_SCOPE_KEY] = principal
+        await self.app(scope, receive, send)
+
+
+class AnonymousPrincipal:
+    """ASGI middleware for ``--no-auth`` on loopback: every caller is the same local agent."""
+
+    def __init__(self, app: Any, principal: str = "agent:http-local"):
+        self.app = app
+        self.principal = principal
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            scope[PRINCIPAL_SCOPE_KEY] = self.principal
+        await self.app(scope, receive, send)
+
+
+def http_app(runtime: Runtime, *, tokens: Mapping[str, str] | None, host: str = "127.0.0.1",
+             dispatcher: Dispatcher = local_dispatch) -> Any:
+    """The Streamable HTTP ASGI app; ``tokens=None`` means no auth (loopback only, checked by the caller)."""
+    server = build_server(runtime, transport=MCP_HTTP, dispatcher=dispatcher)
+    app = server.streamable_http_app(host=host)
+    return AnonymousPrincipal(app) if tokens is None else BearerAuth(app, tokens)
+
+
+async def run_stdio(runtime: Runtime, dispatcher: Dispatcher = local_dispatch) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(runtime, transport=MCP_STDIO, dispatcher=dispatcher)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
