@@ -1,0 +1,102 @@
+"""The khive command line, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+KHIVE = str(Path(sys.executable).parent / "khive")
+
+
+def khive(*args: str, cwd: Path, env: dict[str, str] | None = None, stdin: str | None = None
+          ) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "KHIVE_NO_DAEMON": "1", **(env or {})}
+    full_env.pop("KHIVE_PROJECT", None)
+    full_env.update(env or {})
+    return subprocess.run([KHIVE, *args], cwd=cwd, env=full_env, input=stdin, capture_output=True, text=True,
+                          timeout=60)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    assert khive("init", str(tmp_path / "proj"), cwd=tmp_path).returncode == 0
+    return tmp_path / "proj"
+
+
+def test_request_exit_codes(project: Path) -> None:
+    ok = khive("request", "ping(echo=1)", cwd=project)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["results"][0]["result"] == {"pong": True, "echo": 1}
+
+    failed = khive("request", "[ping(), nope()]", cwd=project)
+    assert failed.returncode == 1
+    assert json.loads(failed.stdout)["status"] == "partial"
+
+    bad = khive("request", "ping(echo=abc)", cwd=project)
+    assert bad.returncode == 2
+    assert json.loads(bad.stdout)["error"]["details"]["reason"] == "bareword-value"
+    assert 'did you mean echo="abc"?' in bad.stderr
+
+
+def test_request_from_stdin_and_presentation(project: Path) -> None:
+    verbose = khive("request", "-", "--presentation", "verbose", cwd=project, stdin='ping(echo={"a": null})')
+    assert json.loads(verbose.stdout)["results"][0]["result"]["echo"] == {"a": None}
+    agent = khive("request", "-", cwd=project, stdin='ping(echo={"a": null})')
+    assert "echo" not in json.loads(agent.stdout)["results"][0]["result"]
+
+
+def test_cli_runs_as_local_operator_so_operator_verbs_work(project: Path) -> None:
+    result = khive("request", "audit.query(limit=5)", cwd=project)
+    assert result.returncode == 0, result.stdout
+    assert json.loads(result.stdout)["results"][0]["result"]["count"] >= 0
+
+
+def test_verbs_lists_catalogue(project: Path) -> None:
+    result = khive("verbs", cwd=project)
+    assert result.returncode == 0
+    assert "ping" in result.stdout and "audit.query" in result.stdout and "[operator]" in result.stdout
+
+
+def test_audit_reads_back_events(project: Path) -> None:
+    khive("request", '[ping(echo="x"), nope()]', "--request-id", "cli-req", cwd=project)
+    result = khive("audit", "--json", "--limit", "10", cwd=project)
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    mine = [event for event in events if event["request_id"] == "cli-req"]
+    assert sorted(event["outcome"] for event in mine) == ["ok", "unknown_verb"]
+    assert all(event["transport"] == "cli" and event["principal"].startswith("operator:") for event in mine)
+    filtered = khive("audit", "--json", "--outcome", "unknown_verb", cwd=project)
+    assert all(json.loads(line)["outcome"] == "unknown_verb" for line in filtered.stdout.splitlines())
+
+
+def test_project_flag_env_and_missing_project(project: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert khive("--project", str(project), "request", "ping()", cwd=elsewhere).returncode == 0
+    assert khive("request", "ping()", cwd=elsewhere, env={"KHIVE_PROJECT": str(project)}).returncode == 0
+    missing = khive("request", "ping()", cwd=elsewhere)
+    assert missing.returncode == 2 and "no khive project found" in missing.stderr
+
+
+def test_unknown_pack_aborts_start(project: Path) -> None:
+    result = khive("request", "ping()", cwd=project, env={"KHIVE_PACKS": "core,bogus"})
+    assert result.returncode == 2
+    assert "unknown pack(s) bogus" in result.stderr
+
+
+def test_bad_config_reports_file_and_line(project: Path) -> None:
+    (project / "khive.yaml").write_text("version: 1\naudit:\n  store: mongo\n")
+    result = khive("verbs", cwd=project)
+    assert result.returncode == 2
+    assert "khive.yaml:3" in result.stderr and "audit.store" in result.stderr
+
+
+def test_demo_runs_end_to_end(tmp_path: Path) -> None:
+    result = khive("demo", str(tmp_path / "demo"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "permission_denied" in result.stdout and '"pong": true' in result.stdout
+    assert (tmp_path / "demo" / ".khive" / "audit.sqlite").is_file()

@@ -1,0 +1,85 @@
+"""khive.yaml validation: errors name the file, the line and the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from khive.bootstrap import locate_project
+from khive.errors import ConfigError
+from khive.project.config import load_config, parse_config, resolve_env
+from khive.project.layout import STARTER_CONFIG, init_project
+
+
+def error_for(text: str) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, Path("khive.yaml"))
+    return info.value
+
+
+def test_starter_config_is_valid(tmp_path: Path) -> None:
+    init_project(tmp_path, "ann")
+    config = load_config(tmp_path / "khive.yaml")
+    assert config.auth.default == "allow" and config.audit.store == "sqlite"
+    for directory in ("wiki/global", "wiki/users/ann", "semantic-layer", "raw-sources", "_schema", ".khive"):
+        assert (tmp_path / directory).is_dir()
+    assert (tmp_path / ".gitignore").read_text() == ".khive/\n"
+    assert STARTER_CONFIG in (tmp_path / "khive.yaml").read_text()
+
+
+def test_init_never_overwrites(tmp_path: Path) -> None:
+    (tmp_path / "khive.yaml").write_text("version: 1\nname: mine\n")
+    created = init_project(tmp_path, "ann")
+    assert "khive.yaml" not in created
+    assert load_config(tmp_path / "khive.yaml").name == "mine"
+
+
+def test_unknown_key_reports_line_and_known_keys() -> None:
+    error = error_for("version: 1\nauth:\n  default: allow\n  rulez: []\n")
+    assert error.details["line"] == 4
+    assert "khive.yaml:4" in error.message and "auth.rulez" in error.message
+    assert "default, rules" in error.details["fix"]
+
+
+def test_wrong_type_reports_line() -> None:
+    error = error_for("version: 1\nserver:\n  max_result_depth: deep\n")
+    assert error.details["line"] == 3
+    assert "server.max_result_depth" in error.message
+
+
+def test_literal_secret_is_refused_with_env_fix() -> None:
+    error = error_for("server:\n  tokens:\n    - token: hunter2\n      principal: bot\n")
+    assert error.details["line"] == 3
+    assert "env:VAR" in error.message
+
+
+def test_bad_rule_effect_reports_nested_line() -> None:
+    error = error_for("auth:\n  rules:\n    - effect: allow\n    - effect: maybe\n")
+    assert error.details["line"] == 4
+    assert "auth.rules.1.effect" in error.message
+
+
+def test_invalid_yaml_reports_line() -> None:
+    error = error_for("version: 1\nauth: [unclosed\n")
+    assert "invalid YAML" in error.message and error.details["line"] >= 2
+
+
+def test_missing_env_variable_is_named() -> None:
+    with pytest.raises(ConfigError, match="KHIVE_NOPE"):
+        resolve_env("env:KHIVE_NOPE", {}, what="audit.url")
+    assert resolve_env("env:X", {"X": "v"}, what="x") == "v"
+
+
+def test_project_discovery_order(tmp_path: Path) -> None:
+    init_project(tmp_path / "a", "ann")
+    init_project(tmp_path / "b", "ann")
+    nested = tmp_path / "a" / "wiki" / "global"
+    assert locate_project(None, {}, nested) == (tmp_path / "a").resolve()
+    assert locate_project(None, {"KHIVE_PROJECT": str(tmp_path / "b")}, nested) == (tmp_path / "b").resolve()
+    assert locate_project(str(tmp_path / "a"), {"KHIVE_PROJECT": str(tmp_path / "b")}, nested) == (
+        tmp_path / "a").resolve()
+    with pytest.raises(ConfigError, match="no khive project found"):
+        locate_project(None, {}, tmp_path)
+    with pytest.raises(ConfigError, match="not a khive project"):
+        locate_project(str(tmp_path), {}, tmp_path)
