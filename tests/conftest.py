@@ -20,10 +20,13 @@ def postgres_dsn() -> Iterator[str]:
         try:
             cluster = stack.enter_context(pgcluster.running_cluster())
         except pgcluster.ClusterUnavailable as exc:
-            if os.environ.get("KHIVE_REQUIRE_POSTGRES") == "1":
-                pytest.fail(f"KHIVE_REQUIRE_POSTGRES=1 but no PostgreSQL cluster: {exc}", pytrace=False)
-            pytest.skip(f"no PostgreSQL cluster: {exc}")
-        yield cluster.dsn()
+            reason = str(exc)
+        else:
+            yield cluster.dsn()
+            return
+    if os.environ.get("KHIVE_REQUIRE_POSTGRES") == "1":
+        pytest.fail(f"KHIVE_REQUIRE_POSTGRES=1 but no PostgreSQL cluster: {reason}", pytrace=False)
+    pytest.skip(f"no PostgreSQL cluster: {reason}")
 
 
 @pytest.fixture

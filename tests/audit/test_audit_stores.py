@@ -61,7 +61,7 @@ class Backend:
             finally:
                 db.close()
         with psycopg.connect(self.location, autocommit=True) as conn:
-            cur = conn.execute(statement.format(table=PG_TABLE).encode())
+            cur = conn.execute(statement.format(table=PG_TABLE))
             return cur.fetchall() if cur.description else []
 
 
@@ -119,7 +119,7 @@ def test_append_and_query_every_filter(backend: Backend) -> None:
     assert got["verb_underscore_is_literal"] == [R3[0]]
     assert got["verb_question_mark"] == [R1[1]]
     assert got["principal"] == [R3[0]]
-    assert got["principal_glob"] == [R1[1], R1[0]]
+    assert got["principal_glob"] == [R3[1], R1[1], R1[0]]  # ? is any one character
     assert got["outcome"] == [R3[1], R2[0], R1[0]]
     assert got["request_id"] == [R1[1], R1[0]]
     assert got["since"] == [R3[1], R3[0], R2[0]]
@@ -228,7 +228,11 @@ def test_concurrent_writers_lose_nothing(backend: Backend) -> None:
     try:
         for worker in workers:
             assert worker.stdout is not None and worker.stdout.readline().strip() == "ready"
-        outputs = [worker.communicate("go\n", timeout=180) for worker in workers]
+        for worker in workers:  # both at once, so their transactions interleave
+            assert worker.stdin is not None
+            worker.stdin.write("go\n")
+            worker.stdin.flush()
+        outputs = [worker.communicate(timeout=180) for worker in workers]
     finally:
         for worker in workers:
             if worker.poll() is None:

@@ -1,0 +1,144 @@
+"""``khive serve --http``: a real Streamable HTTP server on a loopback port, with bearer tokens."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import httpx
+import httpx2
+import pytest
+from mcp import Client, MCPError
+from mcp.client.streamable_http import streamable_http_client
+from mcp_helpers import ServeProcess, audit_events, clean_env, free_port, leaves, run_khive
+
+from khive.mcp_server import INVALID_PARAMS, TOOL_NAME
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+Serve = Callable[..., ServeProcess]
+TOOLS_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+
+
+@asynccontextmanager
+async def connect(url: str, token: str | None = None) -> AsyncIterator[Client]:
+    """An MCP client over Streamable HTTP, sending ``Authorization: Bearer <token>`` when given one."""
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(20)) as http:
+        async with Client(streamable_http_client(url, http_client=http)) as client:
+            yield client
+
+
+async def request_id_of(client: Client, ops: str, request_id: str) -> dict[str, object]:
+    result = await client.call_tool(TOOL_NAME, {"ops": ops, "request_id": request_id})
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+def assert_unauthorized(url: str, headers: dict[str, str]) -> None:
+    response = httpx.post(url, json=TOOLS_LIST, headers={"Accept": "application/json, text/event-stream", **headers})
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"].startswith("Bearer")
+    assert response.json()["error"] == "unauthorized"
+
+
+async def assert_client_rejected(url: str, token: str | None) -> None:
+    with pytest.raises(Exception) as info:  # noqa: PT011 - the SDK wraps the failure in exception groups
+        async with connect(url, token) as client:
+            await client.list_tools()
+    assert any(isinstance(leaf, MCPError) for leaf in leaves(info.value)), info.value
+
+
+async def test_bearer_token_from_env(project: Path, khive_serve: Serve) -> None:
+    server = khive_serve(project, env=clean_env(KHIVE_HTTP_TOKEN="secret"))
+    assert "serving MCP on http://127.0.0.1:" in server.stderr()
+
+    assert_unauthorized(server.url, {})
+    assert_unauthorized(server.url, {"Authorization": "Bearer wrong"})
+    assert_unauthorized(server.url, {"Authorization": "Basic secret"})
+    assert_unauthorized(server.url, {"Authorization": "Bearer secret-but-longer"})
+    with anyio.fail_after(30):
+        await assert_client_rejected(server.url, None)
+        await assert_client_rejected(server.url, "wrong")
+
+        async with connect(server.url, "secret") as client:
+            listing = await client.list_tools()
+            assert [tool.name for tool in listing.tools] == [TOOL_NAME]
+            assert listing.tools[0].input_schema["required"] == ["ops"]
+
+            envelope = await request_id_of(client, "[ping(echo=1), audit.query()]", "http-1")
+            assert envelope["status"] == "partial"
+            assert envelope["request_id"] == "http-1"
+
+            with pytest.raises(MCPError) as error:
+                await client.call_tool(TOOL_NAME, {"ops": "ping(echo=abc)"})
+            assert error.value.code == INVALID_PARAMS
+            assert error.value.data["code"] == "bareword-value"
+
+    events = await audit_events(project, request_id="http-1")
+    assert {(event.verb, event.transport, event.principal, event.outcome) for event in events} == {
+        ("ping", "mcp-http", "agent:http", "ok"),
+        ("audit.query", "mcp-http", "agent:http", "permission_denied"),
+    }
+    assert server.process.poll() is None, server.stderr()
+
+
+async def test_tokens_from_khive_yaml_name_their_principal(project: Path, khive_serve: Serve) -> None:
+    config = project / "khive.yaml"
+    text = config.read_text()
+    assert "  tokens: []\n" in text
+    config.write_text(text.replace(
+        "  tokens: []\n", '  tokens:\n    - {token: env:TEAM_TOKEN, principal: "agent:team-bot"}\n'))
+    server = khive_serve(project, env=clean_env(TEAM_TOKEN="team-secret", KHIVE_HTTP_TOKEN="env-secret"))
+
+    assert_unauthorized(server.url, {"Authorization": "Bearer TEAM_TOKEN"})
+    with anyio.fail_after(30):
+        async with connect(server.url, "team-secret") as client:
+            await request_id_of(client, "ping()", "team-1")
+        async with connect(server.url, "env-secret") as client:
+            await request_id_of(client, "ping()", "env-1")
+
+    (team,) = await audit_events(project, request_id="team-1")
+    (env,) = await audit_events(project, request_id="env-1")
+    assert (team.principal, team.transport) == ("agent:team-bot", "mcp-http")
+    assert (env.principal, env.transport) == ("agent:http", "mcp-http")
+
+
+def test_missing_token_variable_named_in_khive_yaml_refuses_to_start(project: Path) -> None:
+    config = project / "khive.yaml"
+    config.write_text(config.read_text().replace(
+        "  tokens: []\n", '  tokens:\n    - {token: env:TEAM_TOKEN, principal: "agent:team-bot"}\n'))
+    done = run_khive("--project", str(project), "serve", "--http", "--port", str(free_port()), env=clean_env())
+    assert done.returncode == 2
+    assert "TEAM_TOKEN" in done.stderr
+
+
+def test_serve_without_any_token_refuses_to_start(project: Path) -> None:
+    done = run_khive("--project", str(project), "serve", "--http", "--port", str(free_port()), env=clean_env())
+    assert done.returncode == 2
+    assert "token" in done.stderr
+    assert "KHIVE_HTTP_TOKEN" in done.stderr
+
+
+async def test_no_auth_on_loopback_needs_no_token(project: Path, khive_serve: Serve) -> None:
+    server = khive_serve(project, "--no-auth", "--host", "127.0.0.1", env=clean_env())
+    response = httpx.post(server.url, json=TOOLS_LIST, headers={"Accept": "application/json, text/event-stream"})
+    assert response.status_code != 401
+    with anyio.fail_after(30):
+        async with connect(server.url) as client:
+            listing = await client.list_tools()
+            assert [tool.name for tool in listing.tools] == [TOOL_NAME]
+            envelope = await request_id_of(client, 'ping(echo="local")', "local-1")
+            assert envelope["results"] == [{"ok": True, "verb": "ping", "result": {"pong": True, "echo": "local"}}]
+    (event,) = await audit_events(project, request_id="local-1")
+    assert (event.transport, event.principal) == ("mcp-http", "agent:http-local")
+
+
+def test_no_auth_on_a_public_address_refuses_to_start(project: Path) -> None:
+    # The refusal happens before anything binds; the short timeout bounds the damage of a regression.
+    done = run_khive("--project", str(project), "serve", "--http", "--no-auth", "--host", "0.0.0.0",
+                     "--port", str(free_port()), env=clean_env(), timeout=15)
+    assert done.returncode == 2
+    assert "--no-auth is only allowed on a loopback address" in done.stderr

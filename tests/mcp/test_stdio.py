@@ -1,0 +1,49 @@
+"""``khive mcp``: a real subprocess speaking MCP over stdin/stdout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp_helpers import KHIVE, audit_events
+
+from khive.mcp_server import INVALID_PARAMS, TOOL_NAME
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_khive_mcp_over_stdio(project: Path, tmp_path: Path, mode: str) -> None:
+    params = StdioServerParameters(command=str(KHIVE), args=["--project", str(project), "mcp"], cwd=project)
+    stderr_path = tmp_path / "stdio-stderr.log"
+    with stderr_path.open("w") as stderr, anyio.fail_after(30):
+        async with Client(stdio_client(params, errlog=stderr), mode=mode,
+                          client_info=types.Implementation(name="stdio-test", version="0")) as client:
+            listing = await client.list_tools()
+            assert [tool.name for tool in listing.tools] == [TOOL_NAME]
+            assert "  ping: " in (listing.tools[0].description or "")
+            assert listing.tools[0].input_schema["required"] == ["ops"]
+
+            result = await client.call_tool(TOOL_NAME, {"ops": '[ping(echo="x"), audit.query()]',
+                                                        "request_id": "stdio-1"})
+            envelope = result.structured_content
+            assert envelope is not None
+            assert envelope["request_id"] == "stdio-1"
+            assert envelope["status"] == "partial"
+            assert envelope["results"][0] == {"ok": True, "verb": "ping", "result": {"pong": True, "echo": "x"}}
+            assert envelope["results"][1]["error"]["code"] == "permission_denied"
+
+            with pytest.raises(MCPError) as info:
+                await client.call_tool(TOOL_NAME, {"ops": "ping(echo=abc"})
+            assert info.value.code == INVALID_PARAMS
+            assert info.value.data["reason"] == "parse-error"
+            assert info.value.data["line"] == 1
+
+    events = await audit_events(project, request_id="stdio-1")
+    assert {(event.verb, event.transport, event.principal) for event in events} == {
+        ("ping", "mcp-stdio", "agent:stdio-test"), ("audit.query", "mcp-stdio", "agent:stdio-test")}
+    assert "Traceback" not in stderr_path.read_text()
