@@ -10,8 +10,9 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 
 class RichProgressSink:
     def __init__(self) -> None:
-        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total}"),
-                                  TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+        columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total}"),
+                   TimeElapsedColumn())
+        self._progress = Progress(*columns, console=Console(stderr=True), transient=True)
         self._task: TaskID | None = None
 
     async def __call__(self, done: float, total: float | None, message: str | None) -> None:

@@ -19,7 +19,7 @@ import pluggy
 from khive import hookspecs
 from khive.errors import PackLoadError
 from khive.hookspecs import EdgeRule, EmbedderSpec, PackInfo, SchemaPlan
-from khive.verbs import VerbRegistry
+from khive.verbs import Verb, VerbRegistry
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,8 @@ def _pack_info(plugin: object) -> PackInfo:
 def collect_verbs(pm: pluggy.PluginManager) -> VerbRegistry:
     registry = VerbRegistry()
     for impl in pm.hook.khive_register_verbs.get_hookimpls():
-        for verb in impl.function():
+        declared: Sequence[Verb] = impl.function()  # type: ignore[assignment]  # pluggy is untyped here
+        for verb in declared:
             registry.add(replace(verb, pack=impl.plugin_name))
     return registry
 
@@ -106,7 +107,7 @@ def apply_schema_plans(pm: pluggy.PluginManager, database: Path) -> dict[str, st
     for impl in pm.hook.khive_schema_plans.get_hookimpls():
         pack = impl.plugin_name
         try:
-            plans: Sequence[SchemaPlan] = impl.function()
+            plans: Sequence[SchemaPlan] = impl.function()  # type: ignore[assignment]  # pluggy is untyped here
             with sqlite3.connect(database) as db:
                 for plan in plans:
                     for statement in plan.statements:

@@ -21,7 +21,7 @@ def present(value: Any, mode: str) -> Any:
 
 
 def _is_score_key(key: str | None) -> bool:
-    return key is not None and (key == "score" or key.endswith("_score") or key.endswith("Score"))
+    return key is not None and (key == "score" or key.endswith(("_score", "Score")))
 
 
 def _compact(value: Any, key: str | None) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from khive.context import Context
 
 
-class Visibility(str, Enum):
+class Visibility(StrEnum):
     PUBLIC = "public"
     OPERATOR = "operator"  # subhandler: blocked at the MCP wire, for the CLI / local operator
 

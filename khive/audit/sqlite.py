@@ -19,7 +19,7 @@ from khive.audit.store import AuditQuery, glob_to_like
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit_events (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    id INTEGER PRIMARY KEY,  -- rowids only grow: rows are never deleted
     ts TEXT NOT NULL,
     request_id TEXT NOT NULL,
     op_index INTEGER NOT NULL,
@@ -78,7 +78,8 @@ class SqliteAuditStore:
             self._db.execute("COMMIT")
 
     async def query(self, query: AuditQuery) -> list[AuditEvent]:
-        where, params = [], []
+        where: list[str] = []
+        params: list[object] = []
         if query.verb:
             where.append("verb LIKE ? ESCAPE '\\'")
             params.append(glob_to_like(query.verb))

@@ -228,7 +228,7 @@ def _parse_cached(text: str) -> Request:
     parser, current = _parser()
     current.text = text
     try:
-        request: Request = parser.parse(text)
+        request: Request = parser.parse(text)  # type: ignore[assignment]  # the inline transformer builds it
     except DslSyntaxError:
         raise
     except UnexpectedInput as exc:

@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testpack import FixturePack
 
 from khive.context import CLI, Context
 from khive.dispatch import dispatch
@@ -12,7 +13,6 @@ from khive.dsl import parse
 from khive.project.config import KhiveConfig
 from khive.project.layout import init_project
 from khive.runtime import Runtime, build_runtime
-from testpack import FixturePack
 
 
 @pytest.fixture

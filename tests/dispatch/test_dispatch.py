@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from testpack import Concurrency
 
 from khive.context import CLI, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.progress import ProgressRecorder
-from testpack import Concurrency
 
 pytestmark = pytest.mark.anyio
 

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testpack import FixturePack
 
 from khive.errors import PackLoadError
 from khive.plugins import build_plugin_manager, selected_from_env
 from khive.project.config import KhiveConfig
 from khive.runtime import build_runtime, compute_config_id
-from testpack import FixturePack
 
 
 def test_unknown_pack_fails_fast_listing_installed() -> None:
@@ -42,9 +42,10 @@ def test_core_is_always_loaded() -> None:
 
 
 def test_duplicate_verb_names_fail(tmp_path: Path) -> None:
+    from testpack import EchoParams, echo
+
     from khive.hookspecs import PackInfo, hookimpl
     from khive.verbs import Verb
-    from testpack import EchoParams, echo
 
     class Clash:
         @hookimpl

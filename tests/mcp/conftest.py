@@ -40,7 +40,7 @@ async def runtime(project: Path) -> AsyncIterator[Runtime]:
 
 @pytest.fixture(params=["auto", "legacy"])
 async def client(request: pytest.FixtureRequest, runtime: Runtime) -> AsyncIterator[Client]:
-    """In memory. ``auto`` drives the SDK's modern direct path; ``legacy`` the JSON-RPC streams and initialize."""
+    """In memory: ``auto`` drives the SDK's modern direct path, ``legacy`` JSON-RPC streams + initialize."""
     async with Client(build_server(runtime), mode=request.param,
                       client_info=types.Implementation(name=CLIENT_NAME, version="0")) as client:
         yield client
@@ -48,7 +48,7 @@ async def client(request: pytest.FixtureRequest, runtime: Runtime) -> AsyncItera
 
 @pytest.fixture
 def khive_serve(tmp_path: Path) -> Iterator[Callable[..., ServeProcess]]:
-    """``khive_serve(project, *args, env=...)`` starts ``khive serve --http``; every server stops at teardown."""
+    """``khive_serve(project, *args, env=...)`` starts ``khive serve --http``; all stop at teardown."""
     started: list[ServeProcess] = []
 
     def start(project: Path, *args: str, env: Mapping[str, str]) -> ServeProcess:

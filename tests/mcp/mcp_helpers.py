@@ -134,7 +134,7 @@ class ServeProcess:
 
 
 def start_serve(project: Path, *args: str, env: Mapping[str, str], log_dir: Path) -> ServeProcess:
-    """Start ``khive --project P serve --http --port N [args]`` on a free loopback port; wait until it listens."""
+    """Start ``khive --project P serve --http --port N [args]`` on a free loopback port and wait for it."""
     port = free_port()
     log_path = log_dir / f"serve-{port}.log"
     log = log_path.open("wb")

@@ -31,7 +31,7 @@ async def connect(url: str, token: str | None = None) -> AsyncIterator[Client]:
             yield client
 
 
-async def request_id_of(client: Client, ops: str, request_id: str) -> dict[str, object]:
+async def call_with_id(client: Client, ops: str, request_id: str) -> dict[str, object]:
     result = await client.call_tool(TOOL_NAME, {"ops": ops, "request_id": request_id})
     assert result.structured_content is not None
     return result.structured_content
@@ -68,7 +68,7 @@ async def test_bearer_token_from_env(project: Path, khive_serve: Serve) -> None:
             assert [tool.name for tool in listing.tools] == [TOOL_NAME]
             assert listing.tools[0].input_schema["required"] == ["ops"]
 
-            envelope = await request_id_of(client, "[ping(echo=1), audit.query()]", "http-1")
+            envelope = await call_with_id(client, "[ping(echo=1), audit.query()]", "http-1")
             assert envelope["status"] == "partial"
             assert envelope["request_id"] == "http-1"
 
@@ -96,9 +96,9 @@ async def test_tokens_from_khive_yaml_name_their_principal(project: Path, khive_
     assert_unauthorized(server.url, {"Authorization": "Bearer TEAM_TOKEN"})
     with anyio.fail_after(30):
         async with connect(server.url, "team-secret") as client:
-            await request_id_of(client, "ping()", "team-1")
+            await call_with_id(client, "ping()", "team-1")
         async with connect(server.url, "env-secret") as client:
-            await request_id_of(client, "ping()", "env-1")
+            await call_with_id(client, "ping()", "env-1")
 
     (team,) = await audit_events(project, request_id="team-1")
     (env,) = await audit_events(project, request_id="env-1")
@@ -130,7 +130,7 @@ async def test_no_auth_on_loopback_needs_no_token(project: Path, khive_serve: Se
         async with connect(server.url) as client:
             listing = await client.list_tools()
             assert [tool.name for tool in listing.tools] == [TOOL_NAME]
-            envelope = await request_id_of(client, 'ping(echo="local")', "local-1")
+            envelope = await call_with_id(client, 'ping(echo="local")', "local-1")
             assert envelope["results"] == [{"ok": True, "verb": "ping", "result": {"pong": True, "echo": "local"}}]
     (event,) = await audit_events(project, request_id="local-1")
     assert (event.transport, event.principal) == ("mcp-http", "agent:http-local")
