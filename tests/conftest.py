@@ -8,10 +8,9 @@ import os
 from collections.abc import Iterator
 from contextlib import ExitStack
 
+import pgcluster
 import pytest
 from psycopg.conninfo import make_conninfo
-
-import pgcluster
 
 
 @pytest.fixture(scope="session")

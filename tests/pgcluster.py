@@ -70,6 +70,8 @@ def _run(argv: list[str], cwd: Path, log: Path | None = None) -> None:
 
 
 def _preload(bindir: Path) -> list[str]:
+    if not (bindir / "pg_config").exists():
+        return []
     out = subprocess.run([str(bindir / "pg_config"), "--pkglibdir"], capture_output=True, text=True, check=False)
     if out.returncode == 0 and (Path(out.stdout.strip()) / "pg_stat_statements.so").exists():
         return ["-c shared_preload_libraries=pg_stat_statements"]

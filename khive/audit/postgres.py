@@ -67,8 +67,8 @@ class PostgresAuditStore:
             # The message would quote the URL, password included.
             raise ConfigError("audit.url is not a valid PostgreSQL connection string") from None
         self._url = url
-        self._password = params.get("password")
-        self._connect_options = {} if "connect_timeout" in params else {"connect_timeout": 10}
+        self._password = str(params["password"]) if params.get("password") else None
+        self._connect_options: dict[str, Any] = {} if "connect_timeout" in params else {"connect_timeout": 10}
         self.where = (f"{params.get('host') or params.get('hostaddr') or 'localhost'}:"
                       f"{params.get('port') or 5432}/{params.get('dbname') or params.get('user') or ''}")
         self.table = table
