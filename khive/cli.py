@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from datetime import datetime
@@ -189,8 +190,14 @@ def _serve(args: argparse.Namespace) -> int:
     else:
         app = http_app(runtime, tokens=tokens, host=args.host)
     print(f"khive: serving MCP on http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
-    anyio.run(runtime.aclose)
+    # uvicorn re-raises SIGTERM with the default handler after its graceful shutdown, which would skip
+    # closing the runtime; exiting through SystemExit runs the finally block instead.
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        anyio.run(runtime.aclose)
     return EXIT_OK
 
 

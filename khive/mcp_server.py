@@ -131,15 +131,15 @@ def _tool_arguments(arguments: Mapping[str, Any]) -> tuple[str, str, str]:
     presentation = arguments.get("presentation") or "agent"
     if presentation not in PRESENTATIONS:
         raise MCPError(INVALID_PARAMS, f"presentation must be one of {', '.join(PRESENTATIONS)}")
-    request_id = arguments.get("request_id") or ""
+    request_id = arguments.get("request_id", "")
     if not isinstance(request_id, str):
         raise MCPError(INVALID_PARAMS, "request_id must be a string")
     return text, str(presentation), request_id
 
 
 def _principal(ctx: ServerRequestContext[Any], transport: str) -> str:
-    if transport == MCP_HTTP and ctx.request is not None:
-        scope = getattr(ctx.request, "scope", {})
+    if transport == MCP_HTTP:  # never the client's self-declared name: only what the auth middleware set
+        scope = getattr(ctx.request, "scope", None) or {}
         return str(scope.get(PRINCIPAL_SCOPE_KEY, "agent:http"))
     client = (ctx.meta or {}).get("io.modelcontextprotocol/clientInfo") if isinstance(ctx.meta, Mapping) else None
     name = client.get("name") if isinstance(client, Mapping) else None
@@ -157,8 +157,10 @@ class BearerAuth:
         self.tokens = dict(tokens)  # token -> principal
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # no websocket routes exist; refuse rather than skip the check
             return
         header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
         scheme, _, presented = header.partition(" ")

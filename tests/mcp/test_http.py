@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
@@ -20,6 +21,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 Serve = Callable[..., ServeProcess]
 TOOLS_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
 @asynccontextmanager
@@ -31,21 +33,22 @@ async def connect(url: str, token: str | None = None) -> AsyncIterator[Client]:
             yield client
 
 
-async def call_with_id(client: Client, ops: str, request_id: str) -> dict[str, object]:
+async def call_with_id(client: Client, ops: str, request_id: str) -> dict[str, Any]:
     result = await client.call_tool(TOOL_NAME, {"ops": ops, "request_id": request_id})
-    assert result.structured_content is not None
-    return result.structured_content
+    envelope: dict[str, Any] | None = result.structured_content
+    assert envelope is not None
+    return envelope
 
 
 def assert_unauthorized(url: str, headers: dict[str, str]) -> None:
-    response = httpx.post(url, json=TOOLS_LIST, headers={"Accept": "application/json, text/event-stream", **headers})
+    response = httpx.post(url, json=TOOLS_LIST, headers={**ACCEPT, **headers})
     assert response.status_code == 401
     assert response.headers["www-authenticate"].startswith("Bearer")
     assert response.json()["error"] == "unauthorized"
 
 
 async def assert_client_rejected(url: str, token: str | None) -> None:
-    with pytest.raises(Exception) as info:  # noqa: PT011 - the SDK wraps the failure in exception groups
+    with pytest.raises(Exception) as info:  # the SDK wraps it in exception groups
         async with connect(url, token) as client:
             await client.list_tools()
     assert any(isinstance(leaf, MCPError) for leaf in leaves(info.value)), info.value
@@ -110,13 +113,15 @@ def test_missing_token_variable_named_in_khive_yaml_refuses_to_start(project: Pa
     config = project / "khive.yaml"
     config.write_text(config.read_text().replace(
         "  tokens: []\n", '  tokens:\n    - {token: env:TEAM_TOKEN, principal: "agent:team-bot"}\n'))
-    done = run_khive("--project", str(project), "serve", "--http", "--port", str(free_port()), env=clean_env())
+    done = run_khive("--project", str(project), "serve", "--http", "--port", str(free_port()),
+                     env=clean_env())
     assert done.returncode == 2
     assert "TEAM_TOKEN" in done.stderr
 
 
 def test_serve_without_any_token_refuses_to_start(project: Path) -> None:
-    done = run_khive("--project", str(project), "serve", "--http", "--port", str(free_port()), env=clean_env())
+    done = run_khive("--project", str(project), "serve", "--http", "--port", str(free_port()),
+                     env=clean_env())
     assert done.returncode == 2
     assert "token" in done.stderr
     assert "KHIVE_HTTP_TOKEN" in done.stderr
@@ -124,14 +129,15 @@ def test_serve_without_any_token_refuses_to_start(project: Path) -> None:
 
 async def test_no_auth_on_loopback_needs_no_token(project: Path, khive_serve: Serve) -> None:
     server = khive_serve(project, "--no-auth", "--host", "127.0.0.1", env=clean_env())
-    response = httpx.post(server.url, json=TOOLS_LIST, headers={"Accept": "application/json, text/event-stream"})
+    response = httpx.post(server.url, json=TOOLS_LIST, headers=ACCEPT)
     assert response.status_code != 401
     with anyio.fail_after(30):
         async with connect(server.url) as client:
             listing = await client.list_tools()
             assert [tool.name for tool in listing.tools] == [TOOL_NAME]
             envelope = await call_with_id(client, 'ping(echo="local")', "local-1")
-            assert envelope["results"] == [{"ok": True, "verb": "ping", "result": {"pong": True, "echo": "local"}}]
+            assert envelope["results"] == [
+                {"ok": True, "verb": "ping", "result": {"pong": True, "echo": "local"}}]
     (event,) = await audit_events(project, request_id="local-1")
     assert (event.transport, event.principal) == ("mcp-http", "agent:http-local")
 

@@ -34,7 +34,8 @@ async def test_khive_mcp_over_stdio(project: Path, tmp_path: Path, mode: str) ->
             assert envelope is not None
             assert envelope["request_id"] == "stdio-1"
             assert envelope["status"] == "partial"
-            assert envelope["results"][0] == {"ok": True, "verb": "ping", "result": {"pong": True, "echo": "x"}}
+            assert envelope["results"][0] == {"ok": True, "verb": "ping",
+                                              "result": {"pong": True, "echo": "x"}}
             assert envelope["results"][1]["error"]["code"] == "permission_denied"
 
             with pytest.raises(MCPError) as info:
