@@ -1,0 +1,254 @@
+"""The project file store: the one way packs read and write project files (ADR 0007).
+
+Paths are project-relative POSIX strings (``wiki/global/orders.md``). Writes are atomic (temp
+file, fsync, rename, fsync of the directory), read-modify-write runs under a per-path lock that
+holds across threads and processes, and each change can optionally become one git commit.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import logging
+import os
+import re
+import secrets
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from stat import S_ISREG
+
+from khive.errors import KhiveError
+from khive.project.config import STATE_DIR
+from khive.project.locks import exclusive
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_AUTHOR = ("khive", "khive@localhost")
+GIT_TIMEOUT_SECONDS = 60
+_LOCK_DIR = f"{STATE_DIR}/locks"
+_TEMP_RE = re.compile(r"\..+\.[0-9a-f]{12}\.tmp\Z")
+_AUTHOR_RE = re.compile(r"([^<>\n\0]+?)\s*<([^<>\n\0]+)>")
+_PATH_FIX = "use a project-relative POSIX path such as wiki/global/orders.md"
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    path: str
+    sha256: str | None  # of the content now on disk; None when the file does not exist
+    bytes: int
+    changed: bool
+    commit: str | None = None  # the commit recording this change, when one was made
+    commit_error: str | None = None  # git failed; the file change itself stands
+
+
+@dataclass(frozen=True)
+class FileStat:
+    mtime_ns: int
+    size: int
+
+
+class FileStore:
+    def __init__(self, root: Path, *, git_commit: bool = False) -> None:
+        self.root = root.resolve()
+        self.git_commit = git_commit
+        self._git_exe = shutil.which("git") if git_commit else None
+        self._in_work_tree: bool | None = None  # probed once, on the first commit
+
+    # -- reading (no locks: os.replace makes every read see a whole file) --
+
+    def read_bytes(self, path: str) -> bytes | None:
+        clean = clean_path(path)
+        try:
+            return (self.root / clean).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except IsADirectoryError:
+            raise _path_error(path, "is a directory, not a file") from None
+
+    def read_text(self, path: str) -> str | None:
+        data = self.read_bytes(path)
+        return None if data is None else data.decode("utf-8")
+
+    def exists(self, path: str) -> bool:
+        return (self.root / clean_path(path)).is_file()
+
+    def stat(self, path: str) -> FileStat | None:
+        try:
+            st = (self.root / clean_path(path)).stat()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return FileStat(mtime_ns=st.st_mtime_ns, size=st.st_size) if S_ISREG(st.st_mode) else None
+
+    # -- writing --
+
+    def write_text(self, path: str, text: str, *, author: str | None = None,
+                   message: str | None = None) -> WriteResult:
+        return self.update(path, lambda _old: text, author=author, message=message)
+
+    def delete(self, path: str, *, author: str | None = None, message: str | None = None) -> bool:
+        return self.update(path, lambda _old: None, author=author, message=message).changed
+
+    def update(self, path: str, fn: Callable[[str | None], str | None], *, author: str | None = None,
+               message: str | None = None) -> WriteResult:
+        """Read-modify-write under the path's lock; ``fn`` gets the text (None if absent) and returns
+        the new text, or None to delete. ``fn`` must not write the same path through the store."""
+        clean = clean_path(path)
+        identity = parse_author(author)
+        target = self.root / clean
+        with exclusive(self._lock_file(clean)):
+            old = self.read_bytes(clean)
+            new_text = fn(None if old is None else old.decode("utf-8"))
+            new = None if new_text is None else new_text.encode("utf-8")
+            if new == old:
+                return WriteResult(clean, _sha256(new), len(new or b""), changed=False)
+            if new is None:
+                target.unlink()
+                _fsync_dir(target.parent)
+            else:
+                _atomic_write(target, new)
+            commit, error = None, None
+            if self.git_commit:
+                # Still under the path lock, so the commit records exactly this content and author.
+                verb = "delete" if new is None else "write"
+                commit, error = self._commit(clean, identity, message or f"khive: {verb} {clean}")
+        return WriteResult(clean, _sha256(new), len(new or b""), changed=True, commit=commit, commit_error=error)
+
+    # -- listing --
+
+    def list(self, prefix: str = "", suffix: str | None = None) -> builtins.list[str]:
+        """Files whose project-relative path starts with ``prefix`` (a plain string prefix:
+        ``wiki/glo`` matches ``wiki/global/a.md``), sorted; state and temp files are left out."""
+        start = ""
+        if prefix:
+            start = clean_path(prefix) + ("/" if prefix.endswith("/") else "")
+        top = self.root / start.rpartition("/")[0]
+        found: builtins.list[str] = []
+        for dirpath, dirnames, filenames in os.walk(top):
+            here = Path(dirpath).relative_to(self.root).as_posix()
+            dirnames[:] = [d for d in dirnames if d != ".git" and not (here == "." and d == STATE_DIR)]
+            for name in filenames:
+                relative = name if here == "." else f"{here}/{name}"
+                if (relative.startswith(start) and not _TEMP_RE.match(name)
+                        and (suffix is None or relative.endswith(suffix))):
+                    found.append(relative)
+        return sorted(found)
+
+    # -- internals --
+
+    def _lock_file(self, key: str) -> Path:
+        return self.root / _LOCK_DIR / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.lock"
+
+    def _commit(self, path: str, identity: tuple[str, str], message: str) -> tuple[str | None, str | None]:
+        """Commit exactly ``path``; returns (commit sha, error). Never raises for git failures."""
+        # One project-wide lock: git's index.lock admits one writer per repository.
+        with exclusive(self.root / _LOCK_DIR / "git.lock"):
+            try:
+                if not self._git_ready():
+                    return None, None
+                if (self.root / path).exists():
+                    self._git("add", "--", path)
+                else:
+                    self._git("rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+                if self._git("diff", "--cached", "--quiet", "--", path, check=False).returncode == 0:
+                    return None, None  # git already holds this content (or never tracked the path)
+                name, email = identity
+                self._git("commit", "-q", "--only", "-m", message, "--author", f"{name} <{email}>", "--", path,
+                          author=identity)
+                return self._git("rev-parse", "HEAD").stdout.strip(), None
+            except (_GitFailed, OSError, subprocess.TimeoutExpired) as exc:
+                logger.warning("khive: %s was written but not committed: %s", path, exc)
+                return None, str(exc)
+
+    def _git_ready(self) -> bool:
+        if self._in_work_tree is None:
+            if self._git_exe is None:
+                raise _GitFailed("git_commit is on but no git executable was found on PATH")
+            probe = self._git("rev-parse", "--is-inside-work-tree", check=False)
+            self._in_work_tree = probe.returncode == 0 and probe.stdout.strip() == "true"
+            if not self._in_work_tree and "not a git repository" not in probe.stderr:
+                logger.warning("khive: not committing in %s: %s", self.root, probe.stderr.strip())
+        return self._in_work_tree
+
+    def _git(self, *args: str, check: bool = True,
+             author: tuple[str, str] = DEFAULT_AUTHOR) -> subprocess.CompletedProcess[str]:
+        assert self._git_exe is not None
+        # A fresh environment: identity comes from here, and a GIT_DIR or GIT_INDEX_FILE inherited
+        # from a hook must not redirect the commit. HOME keeps the user's safe.directory settings.
+        env = {"HOME": os.path.expanduser("~"), "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0",
+               "GIT_AUTHOR_NAME": author[0], "GIT_AUTHOR_EMAIL": author[1],
+               "GIT_COMMITTER_NAME": DEFAULT_AUTHOR[0], "GIT_COMMITTER_EMAIL": DEFAULT_AUTHOR[1]}
+        done = subprocess.run([self._git_exe, "-C", str(self.root), *args], env=env, capture_output=True,
+                              text=True, timeout=GIT_TIMEOUT_SECONDS, check=False)
+        if check and done.returncode != 0:
+            raise _GitFailed(f"git {args[0]} exited {done.returncode}: {done.stderr.strip()}")
+        return done
+
+
+class _GitFailed(Exception):
+    pass
+
+
+def clean_path(path: str) -> str:
+    """The canonical form of a project-relative path, or KhiveError(code="invalid_path")."""
+    pure = PurePosixPath(path)
+    if not path or "\\" in path or "\0" in path:
+        raise _path_error(path, "is empty or holds a backslash or NUL")
+    if pure.is_absolute():
+        raise _path_error(path, "is absolute")
+    if ".." in pure.parts:
+        raise _path_error(path, "escapes the project with '..'")
+    if not pure.parts:
+        raise _path_error(path, "names the project root, not a file")
+    if pure.parts[0] == STATE_DIR or ".git" in pure.parts:
+        raise _path_error(path, f"points into {STATE_DIR}/ or .git/, which khive and git manage")
+    return pure.as_posix()
+
+
+def parse_author(author: str | None) -> tuple[str, str]:
+    """``"Name <email>"`` or a bare name (email khive@localhost); None is khive itself."""
+    if author is None:
+        return DEFAULT_AUTHOR
+    text = author.strip()
+    match = _AUTHOR_RE.fullmatch(text)
+    if match:
+        return match[1], match[2]
+    if text and not set(text) & set("<>\n\0"):
+        return text, DEFAULT_AUTHOR[1]
+    raise KhiveError(f"invalid author {author!r}; fix: use 'Name <email>' or a plain name",
+                     code="invalid_author", details={"author": author, "fix": "use 'Name <email>' or a plain name"})
+
+
+def _path_error(path: str, why: str) -> KhiveError:
+    return KhiveError(f"invalid path {path!r}: {why}; fix: {_PATH_FIX}", code="invalid_path",
+                      details={"path": path, "fix": _PATH_FIX})
+
+
+def _sha256(data: bytes | None) -> str | None:
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def _atomic_write(target: Path, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        with open(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(target.parent)  # make the rename itself durable
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
