@@ -29,6 +29,11 @@ class Context:
     request_id: str = ""
     progress: ProgressSink = discard_progress
     extra: dict[str, Any] | None = None  # transport-specific handles (e.g. the MCP session)
+    user: str = ""  # whose user-scope knowledge applies; default: the principal's name
+
+    @property
+    def user_name(self) -> str:
+        return self.user or self.principal.split(":", 1)[-1] or "anonymous"
 
     def with_(self, **changes: Any) -> Context:
         return replace(self, **changes)

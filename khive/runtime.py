@@ -13,7 +13,9 @@ import pluggy
 from khive.audit.sqlite import SqliteAuditStore
 from khive.audit.store import AuditStore
 from khive.gate import Gate, Rule
+from khive.errors import ConfigError
 from khive.hookspecs import EdgeRule, EmbedderSpec, PackInfo
+from khive.index.engine import RetrievalIndex
 from khive.plugins import (
     apply_schema_plans,
     build_plugin_manager,
@@ -22,6 +24,7 @@ from khive.plugins import (
     collect_verbs,
 )
 from khive.project.config import STATE_DIR, KhiveConfig, resolve_env
+from khive.project.store import FileStore
 from khive.verbs import VerbRegistry
 
 
@@ -39,6 +42,21 @@ class Runtime:
     schema_status: dict[str, str]
     max_result_depth: int = 128
     services: dict[str, Any] = field(default_factory=dict)  # packs' warm handles, keyed by pack
+    _index: RetrievalIndex | None = field(default=None, repr=False)
+    _files: FileStore | None = field(default=None, repr=False)
+
+    @property
+    def index(self) -> RetrievalIndex:
+        """The shared retrieval index, opened on first use (warm processes open it in the background)."""
+        if self._index is None:
+            self._index = open_index(self)
+        return self._index
+
+    @property
+    def files(self) -> FileStore:
+        if self._files is None:
+            self._files = FileStore(self.project, git_commit=self.config.wiki.git_commit)
+        return self._files
 
     @property
     def state_dir(self) -> Path:
@@ -49,6 +67,9 @@ class Runtime:
         return compute_config_id(self.project, self.packs, self.embedders)
 
     async def aclose(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
         await self.audit.aclose()
 
 
@@ -82,14 +103,28 @@ def build_runtime(project: Path, config: KhiveConfig, env: Mapping[str, str], *,
     )
 
 
+def open_index(runtime: Runtime) -> RetrievalIndex:
+    sources = [source for contributed in runtime.plugins.hook.khive_index_sources(runtime=runtime)
+               for source in contributed]
+    embedder = None
+    section = runtime.config.index
+    if section.vector:
+        spec = runtime.embedders.get(section.embedder)
+        if spec is None:
+            raise ConfigError(f"index.embedder {section.embedder!r} is not registered by any pack",
+                              details={"available": sorted(runtime.embedders),
+                                       "fix": f"use one of: {', '.join(sorted(runtime.embedders))}"})
+        embedder = spec.factory()
+    return RetrievalIndex(runtime.project, sources, embedder=embedder, edge_rules=runtime.edge_rules,
+                          watch=section.watch)
+
+
 def open_audit_store(project: Path, config: KhiveConfig, env: Mapping[str, str]) -> AuditStore:
     section = config.audit
     if section.store == "postgres":
         from khive.audit.postgres import PostgresAuditStore
 
         if section.url is None:
-            from khive.errors import ConfigError
-
             raise ConfigError("audit.store is postgres but audit.url is not set",
                               details={"fix": "set audit.url: env:KHIVE_AUDIT_URL"})
         return PostgresAuditStore(resolve_env(section.url, env, what="audit.url"), table=section.table)

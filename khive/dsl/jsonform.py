@@ -32,7 +32,8 @@ def parse_json_form(text: str) -> Request:
         data = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         message = str(exc.msg) if hasattr(exc, "msg") else str(exc)
-        reason = "too-deep" if "recursion" in message.lower() else "json-error"
+        lowered = message.lower()
+        reason = "too-deep" if "recursion" in lowered or "depth" in lowered else "json-error"
         raise syntax_error(text, exc.lineno or 1, exc.colno or 1, f"invalid JSON: {message}", reason) from None
     _check_depth(text, data)
     if isinstance(data, list):
@@ -40,7 +41,11 @@ def parse_json_form(text: str) -> Request:
             raise syntax_error(text, 1, 1, "empty batch: a batch needs at least one op", "empty-batch")
         if len(data) > MAX_OPS:
             raise syntax_error(text, 1, 1, f"a batch holds at most {MAX_OPS} ops, got {len(data)}", "too-many-ops")
-        return Request(Mode.PARALLEL, tuple(_op(text, item, f"[{i}]") for i, item in enumerate(data)))
+        ops = tuple(_op(text, item, f"[{i}]") for i, item in enumerate(data))
+        if any(_has_ref(op.args) for op in ops):
+            raise syntax_error(text, 1, 1, "$prev is only available inside a chain", "prev-outside-chain",
+                               'use {"chain": [...]} to pass results along')
+        return Request(Mode.PARALLEL, ops)
     if isinstance(data, dict) and "chain" in data:
         if set(data) != {"chain"} or not isinstance(data["chain"], list) or not data["chain"]:
             raise syntax_error(text, 1, 1, 'a chain is {"chain": [op, op, ...]} with at least one op',
@@ -106,6 +111,8 @@ def _check_depth(text: str, data: Any) -> None:
     stack: list[tuple[Any, int]] = [(data, 1)]
     while stack:
         item, depth = stack.pop()
+        if not isinstance(item, (dict, list)):
+            continue  # scalars are not a nesting level
         if depth > MAX_DEPTH:
             raise syntax_error(text, 1, 1, f"nesting deeper than {MAX_DEPTH} levels", "too-deep",
                                "flatten the value")

@@ -8,6 +8,7 @@ from ever raising anything but ``DslSyntaxError``.
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 from functools import cache, lru_cache
@@ -64,10 +65,16 @@ class _Build(Transformer[Token, Any]):
         return _decode_string(children[0], self._fail)
 
     def number(self, children: list[Token]) -> int | float:
-        raw = str(children[0])
-        if "." in raw or "e" in raw or "E" in raw:
-            return float(raw)
-        return int(raw)
+        token = children[0]
+        raw = str(token)
+        try:
+            value: int | float = float(raw) if "." in raw or "e" in raw or "E" in raw else int(raw)
+        except ValueError:  # Python refuses to convert integers of more than 4300 digits
+            value = math.inf
+        if isinstance(value, float) and math.isinf(value):
+            raise self._fail(token, f"number {raw[:20]}{'...' if len(raw) > 20 else ''} is out of range",
+                             "number-out-of-range", "JSON numbers must be finite; pass huge values as strings")
+        return value
 
     def true(self, _: list[Token]) -> bool:
         return True
@@ -88,10 +95,11 @@ class _Build(Transformer[Token, Any]):
     def bareword(self, children: list[Token]) -> _Bareword:
         return _Bareword(children[0])
 
+    def empty_array(self, _: list[Token]) -> list[Any]:
+        return []
+
     def array(self, children: list[Any]) -> list[Any]:
         items = children[1:]
-        if items == [None]:
-            return []
         for item in items:
             if isinstance(item, _Bareword):
                 word = str(item.token)
@@ -325,6 +333,9 @@ def _from_lark(text: str, exc: UnexpectedInput) -> DslSyntaxError:
         token = exc.token
         expected = set(exc.expected)
         if token.type == "$END":
+            # Lark gives $END the last token's position; point past the end of the input instead.
+            line = text.count("\n") + 1
+            column = len(text) - (text.rfind("\n") + 1) + 1
             return syntax_error(text, line, column, f"request ends early; expected {_expected(expected)}",
                                 "unexpected-end")
         if expected == {"_EQUAL"}:

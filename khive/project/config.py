@@ -83,6 +83,16 @@ class ServerConfig(_Section):
     max_result_depth: int = Field(default=128, ge=8, le=10_000)
 
 
+class IndexConfig(_Section):
+    vector: bool = True  # the embedding lane; off leaves lexical search only
+    embedder: str = "hash-fnv1a-256"  # a name registered through khive_register_embedders
+    watch: bool = True  # inotify in warm processes; off means a stat-walk per refresh
+
+
+class WikiConfig(_Section):
+    git_commit: bool = False  # commit every page write when the project is a git repository
+
+
 class KhiveConfig(_Section):
     version: Literal[1] = 1
     name: str | None = None
@@ -91,6 +101,8 @@ class KhiveConfig(_Section):
     audit: AuditConfig = Field(default_factory=AuditConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
     connections: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    index: IndexConfig = Field(default_factory=IndexConfig)
+    wiki: WikiConfig = Field(default_factory=WikiConfig)
 
 
 def find_project(start: Path) -> Path | None:

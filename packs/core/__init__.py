@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from khive import __version__
-from khive.hookspecs import PackInfo, hookimpl
+from khive.hookspecs import EmbedderSpec, PackInfo, hookimpl
+from khive.index.embed import HashingEmbedder
 from khive.verbs import Verb
 from packs.core.verbs import VERBS
 
@@ -18,3 +19,9 @@ def khive_pack_info() -> PackInfo:
 @hookimpl
 def khive_register_verbs() -> Sequence[Verb]:
     return VERBS
+
+
+@hookimpl
+def khive_register_embedders() -> Sequence[EmbedderSpec]:
+    # The default embedder: deterministic feature hashing, so the vector lane works offline.
+    return [EmbedderSpec(name="hash-fnv1a-256", dimensions=256, factory=lambda: HashingEmbedder(256))]

@@ -1,0 +1,78 @@
+"""What packs hand to the index: documents with weighted fields, metadata and edges."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+# The FTS columns every document fills (missing ones are empty). Default BM25 weights favour names.
+FIELDS = ("name", "title", "summary", "tags", "body", "extra")
+DEFAULT_WEIGHTS: Mapping[str, float] = {"name": 10.0, "title": 6.0, "summary": 4.0, "tags": 3.0, "body": 1.0,
+                                        "extra": 1.5}
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    relation: str  # refs, sl_refs, supersedes, fk, join, contains, ...
+    target: str  # document id
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    id: str  # unique across the index, e.g. "wiki:global/orders-playbook", "table:warehouse:public.orders"
+    kind: str  # wiki, sl_source, sl_measure, sl_dimension, table, column, pattern, ...
+    title: str
+    fields: Mapping[str, str]  # keys from FIELDS
+    connection: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    edges: Sequence[Edge] = ()
+    embed_text: str | None = None  # what the vector lane sees; default: title, summary and body
+
+
+class IndexSource(Protocol):
+    """A pack's contribution: which files it owns and how a file becomes documents.
+
+    Listing is a stat-walk of ``roots`` (or inotify in a warm process); an item changed when its
+    (mtime, size) stamp differs and its content hash differs. ``version`` re-indexes every item of
+    the source when bumped (a parser change).
+    """
+
+    name: str
+    roots: tuple[str, ...]  # project-relative directories
+    suffixes: tuple[str, ...]  # file suffixes this source reads, e.g. (".md",)
+    version: str
+
+    def documents(self, path: str, text: str) -> Sequence[Document]:
+        """Documents for one file (project-relative ``path``); raise ValueError for a bad file."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class FileSource:
+    """A ready-made IndexSource from a function ``(path, text) -> documents``."""
+
+    name: str
+    roots: tuple[str, ...]
+    suffixes: tuple[str, ...]
+    parse: Any  # Callable[[str, str], Sequence[Document]]
+    version: str = "1"
+
+    def documents(self, path: str, text: str) -> Sequence[Document]:
+        result: Sequence[Document] = self.parse(path, text)
+        return result
+
+
+def owns(source: IndexSource, project: Path, path: Path) -> str | None:
+    """The project-relative path if ``path`` belongs to ``source``, else None."""
+    try:
+        relative = path.relative_to(project).as_posix()
+    except ValueError:
+        return None
+    if not relative.endswith(source.suffixes):
+        return None
+    if any(relative == root or relative.startswith(root.rstrip("/") + "/") for root in source.roots):
+        return relative
+    return None

@@ -1,0 +1,65 @@
+"""Embedders for the vector lane. The default is deterministic feature hashing, so the lane always
+works offline: each token maps through FNV-1a to a (dimension, sign) pair, counts accumulate, and the
+vector is L2-normalised. Lexically similar texts share tokens and so point the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+Vectors = npt.NDArray[np.float32]
+_TOKEN_RE = re.compile(r"[a-z0-9]+")
+_FNV_OFFSET = 0xCBF29CE484222325
+_FNV_PRIME = 0x100000001B3
+_MASK = (1 << 64) - 1
+
+
+class Embedder(Protocol):
+    name: str
+    dimensions: int
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """One L2-normalised float32 row per text (a zero row for a text without tokens)."""
+        ...
+
+
+def fnv1a_64(data: bytes) -> int:
+    value = _FNV_OFFSET
+    for byte in data:
+        value = ((value ^ byte) * _FNV_PRIME) & _MASK
+    return value
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN_RE.findall(text.lower())
+
+
+class HashingEmbedder:
+    def __init__(self, dimensions: int = 256):
+        self.dimensions = dimensions
+        self.name = f"hash-fnv1a-{dimensions}"
+        self._slots: dict[str, tuple[int, float]] = {}  # token -> (dimension, sign); vocabularies are small
+
+    def _slot(self, token: str) -> tuple[int, float]:
+        slot = self._slots.get(token)
+        if slot is None:
+            value = fnv1a_64(token.encode())
+            slot = (value % self.dimensions, 1.0 if (value >> 63) & 1 else -1.0)
+            if len(self._slots) < 1_000_000:
+                self._slots[token] = slot
+        return slot
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for token in tokens(text):
+                dimension, sign = self._slot(token)
+                out[row, dimension] += sign
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.divide(out, norms, out=out, where=norms > 0)
+        return out

@@ -1,0 +1,299 @@
+"""The retrieval index: fresh on every search, at a cost proportional to what changed.
+
+``refresh()`` runs before every search. In a warm process an inotify watcher says which files
+changed since the last call (nothing changed: a non-blocking read, microseconds); the first call,
+or any call after the watcher loses track, stat-walks the sources' roots and compares stamps.
+A file whose stamp changed but whose content hash did not is not re-parsed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import sqlite3
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from khive.hookspecs import EdgeRule
+from khive.index import search as search_mod
+from khive.index.documents import Document, IndexSource, owns
+from khive.index.embed import Embedder
+from khive.index.scanstat import stat_walk
+from khive.index.store import connect, delete_item_docs, doc_rows, insert_doc
+from khive.index.watch import ChangeWatcher
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RefreshReport:
+    full: bool = False
+    checked: int = 0
+    reindexed: int = 0
+    removed: int = 0
+    errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.reindexed or self.removed)
+
+
+class EdgeRuleError(ValueError):
+    pass
+
+
+class RetrievalIndex:
+    def __init__(self, project: Path, sources: Sequence[IndexSource], *, embedder: Embedder | None = None,
+                 edge_rules: Sequence[EdgeRule] = (), database: Path | None = None, watch: bool = True):
+        self.project = project.resolve()
+        self.sources = {source.name: source for source in sources}
+        self.embedder = embedder
+        self.edge_rules = tuple(edge_rules)
+        self.db = connect(database or self.project / ".khive" / "index.sqlite")
+        self._lock = threading.RLock()
+        self._watch = watch
+        self._watcher: ChangeWatcher | None = None
+        self._walked = False
+        self._matrix: tuple[np.ndarray[Any, Any], list[int]] | None = None
+        self.generation = 0
+
+    # freshness ------------------------------------------------------------------------------
+    def refresh(self) -> RefreshReport:
+        with self._lock:
+            changed: set[Path] | None = None
+            if self._walked and self._watcher is not None:
+                changed = self._watcher.drain()
+            if changed is None:
+                return self._full_refresh()
+            return self._partial_refresh(changed)
+
+    def _roots(self) -> list[Path]:
+        return sorted({self.project / root for source in self.sources.values() for root in source.roots})
+
+    def _full_refresh(self) -> RefreshReport:
+        if self._watch and self._watcher is None:
+            self._watcher = ChangeWatcher(self._roots())
+            self._watcher.start()  # before the walk, so nothing written during it is missed
+        report = RefreshReport(full=True)
+        stored = self._stored_items()
+        stale_sources = self._stale_sources()
+        current: dict[tuple[str, str], tuple[int, int]] = {}
+        suffixes = tuple(sorted({s for source in self.sources.values() for s in source.suffixes}))
+        stamps = stat_walk(self._roots(), suffixes)
+        for path, stamp in stamps.items():
+            for source in self.sources.values():
+                relative = owns(source, self.project, path)
+                if relative is not None:
+                    current[(source.name, relative)] = stamp
+        with self._transaction():
+            for key, stamp in current.items():
+                previous = stored.get(key)
+                if previous is None or previous[:2] != stamp or key[0] in stale_sources:
+                    self._reindex(key[0], key[1], previous[2] if previous and key[0] not in stale_sources else None,
+                                  report)
+            for key in stored.keys() - current.keys():
+                self._remove(key[0], key[1], report)
+            self._record_source_versions()
+        self._walked = True
+        return self._finish(report)
+
+    def _partial_refresh(self, changed: set[Path]) -> RefreshReport:
+        report = RefreshReport()
+        if not changed:
+            return report
+        stored = self._stored_items()
+        with self._transaction():
+            for path in sorted(changed):
+                matched = False
+                for source in self.sources.values():
+                    relative = owns(source, self.project, path)
+                    if relative is None:
+                        continue
+                    matched = True
+                    previous = stored.get((source.name, relative))
+                    if path.is_file():
+                        self._reindex(source.name, relative, previous[2] if previous else None, report)
+                    elif previous is not None:
+                        self._remove(source.name, relative, report)
+                if not matched:  # a directory that vanished: drop every item under it
+                    prefix = path.relative_to(self.project).as_posix().rstrip("/") + "/" \
+                        if path.is_relative_to(self.project) else None
+                    if prefix is not None and not path.exists():
+                        for source_name, relative in [k for k in stored if k[1].startswith(prefix)]:
+                            self._remove(source_name, relative, report)
+        return self._finish(report)
+
+    def _finish(self, report: RefreshReport) -> RefreshReport:
+        if report.changed:
+            self.generation += 1
+            self._matrix = None
+        return report
+
+    def _stored_items(self) -> dict[tuple[str, str], tuple[int, int, str]]:
+        rows = self.db.execute("SELECT source, path, mtime_ns, size, sha256 FROM items").fetchall()
+        return {(r[0], r[1]): (int(r[2]), int(r[3]), str(r[4])) for r in rows}
+
+    def _stale_sources(self) -> set[str]:
+        known = dict(self.db.execute("SELECT name, version FROM sources").fetchall())
+        embedder = self.embedder.name if self.embedder else "none"
+        return {name for name, source in self.sources.items() if known.get(name) != f"{source.version}/{embedder}"}
+
+    def _record_source_versions(self) -> None:
+        embedder = self.embedder.name if self.embedder else "none"
+        self.db.executemany("INSERT OR REPLACE INTO sources VALUES (?, ?)",
+                            [(name, f"{source.version}/{embedder}") for name, source in self.sources.items()])
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self.db)
+
+    def _reindex(self, source_name: str, relative: str, previous_sha: str | None, report: RefreshReport) -> None:
+        path = self.project / relative
+        report.checked += 1
+        try:
+            data = path.read_bytes()
+            stat = path.stat()
+        except FileNotFoundError:
+            self._remove(source_name, relative, report)
+            return
+        sha = hashlib.sha256(data).hexdigest()
+        if sha == previous_sha:  # touched, not changed
+            self.db.execute("UPDATE items SET mtime_ns = ?, size = ? WHERE source = ? AND path = ?",
+                            (stat.st_mtime_ns, stat.st_size, source_name, relative))
+            return
+        delete_item_docs(self.db, source_name, relative)
+        error: str | None = None
+        try:
+            documents = self.sources[source_name].documents(relative, data.decode("utf-8"))
+            for document in documents:
+                edges = self._checked_edges(document)
+                rowid = insert_doc(self.db, source_name, relative, document, edges)
+                self._store_vector(rowid, document)
+        except (ValueError, UnicodeDecodeError, EdgeRuleError) as exc:
+            error = str(exc)
+            report.errors[relative] = error
+            delete_item_docs(self.db, source_name, relative)
+            log.warning("index: %s: %s", relative, error)
+        self.db.execute("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?)",
+                        (source_name, relative, stat.st_mtime_ns, stat.st_size, sha, error))
+        report.reindexed += 1
+
+    def _remove(self, source_name: str, relative: str, report: RefreshReport) -> None:
+        delete_item_docs(self.db, source_name, relative)
+        self.db.execute("DELETE FROM items WHERE source = ? AND path = ?", (source_name, relative))
+        report.removed += 1
+
+    def _store_vector(self, rowid: int, document: Document) -> None:
+        if self.embedder is None:
+            return
+        text = document.embed_text or " ".join(
+            part for part in (document.title, document.fields.get("summary", ""), document.fields.get("body", ""))
+            if part)
+        vector = self.embedder.embed([text])[0]
+        self.db.execute("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                        (rowid, self.embedder.name, vector.astype(np.float32).tobytes()))
+
+    # edges ----------------------------------------------------------------------------------
+    def edge_problems(self, document: Document) -> list[str]:
+        """Why each of ``document``'s edges breaks the declared edge rules (empty: all fine)."""
+        problems = []
+        for edge in document.edges:
+            rules = [rule for rule in self.edge_rules if rule.relation == edge.relation]
+            if not rules:
+                declared = sorted({rule.relation for rule in self.edge_rules})
+                problems.append(f"edge relation {edge.relation!r} is not declared by any pack "
+                                f"(declared: {', '.join(declared) or 'none'})")
+                continue
+            if not any(document.kind in rule.from_kinds for rule in rules):
+                allowed = sorted({kind for rule in rules for kind in rule.from_kinds})
+                problems.append(f"a {document.kind} document cannot have a {edge.relation!r} edge "
+                                f"(allowed from: {', '.join(allowed)})")
+                continue
+            target = self.db.execute("SELECT kind FROM docs WHERE id = ?", (edge.target,)).fetchone()
+            if target is not None and not any(
+                    document.kind in rule.from_kinds and target[0] in rule.to_kinds for rule in rules):
+                allowed = sorted({kind for rule in rules if document.kind in rule.from_kinds for kind in rule.to_kinds})
+                problems.append(f"{edge.relation!r} from {document.id} to {edge.target} ({target[0]}) is not "
+                                f"allowed; targets may be: {', '.join(allowed)}")
+        return problems
+
+    def _checked_edges(self, document: Document) -> list[tuple[str, str, Any]]:
+        problems = self.edge_problems(document)
+        if problems:
+            raise EdgeRuleError("; ".join(problems))
+        return [(edge.relation, edge.target, dict(edge.metadata)) for edge in document.edges]
+
+    def edges(self, doc_id: str, *, direction: str = "out", relation: str | None = None) -> list[dict[str, Any]]:
+        self.refresh()
+        column, other = ("source_id", "target_id") if direction == "out" else ("target_id", "source_id")
+        sql = f"SELECT {other}, relation FROM edges WHERE {column} = ?"
+        params: list[Any] = [doc_id]
+        if relation:
+            sql += " AND relation = ?"
+            params.append(relation)
+        return [{"id": r[0], "relation": r[1]} for r in self.db.execute(sql + " ORDER BY 2, 1", params)]
+
+    # reads ----------------------------------------------------------------------------------
+    def get(self, doc_id: str, *, refresh: bool = True) -> dict[str, Any] | None:
+        if refresh:
+            self.refresh()
+        rows = doc_rows(self.db, "id = ?", (doc_id,))
+        return rows[0] if rows else None
+
+    def documents(self, *, kind: str | None = None) -> list[dict[str, Any]]:
+        with self._lock:
+            return doc_rows(self.db, "kind = ?", (kind,)) if kind else doc_rows(self.db)
+
+    def item_errors(self) -> dict[str, str]:
+        return {r[0]: r[1] for r in self.db.execute("SELECT path, error FROM items WHERE error IS NOT NULL")}
+
+    def count(self, kind: str | None = None) -> int:
+        if kind is None:
+            return int(self.db.execute("SELECT count(*) FROM docs").fetchone()[0])
+        return int(self.db.execute("SELECT count(*) FROM docs WHERE kind = ?", (kind,)).fetchone()[0])
+
+    def search(self, query: str, *, kinds: Sequence[str] | None = None, connection: str | None = None,
+               limit: int = 20, vector: bool = True, weights: Mapping[str, float] | None = None,
+               where: Mapping[str, Any] | None = None, refresh: bool = True) -> list[search_mod.Hit]:
+        if refresh:
+            self.refresh()
+        with self._lock:
+            lexical = search_mod.fts_search(self.db, query, kinds=kinds, connection=connection, limit=limit * 3,
+                                            weights=weights, where=where)
+            semantic: list[tuple[int, float]] = []
+            if vector and self.embedder is not None:
+                semantic = search_mod.vector_search(self.db, self._vectors(), self.embedder, query,
+                                                    kinds=kinds, connection=connection, where=where, limit=limit * 3)
+            return search_mod.fuse(self.db, lexical, semantic, limit=limit)
+
+    def _vectors(self) -> tuple[np.ndarray[Any, Any], list[int]]:
+        if self._matrix is None:
+            rows = self.db.execute("SELECT doc_rowid, vector FROM vectors ORDER BY doc_rowid").fetchall()
+            dims = self.embedder.dimensions if self.embedder else 0
+            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dims) \
+                if rows else np.zeros((0, dims), dtype=np.float32)
+            self._matrix = (matrix, [int(r[0]) for r in rows])
+        return self._matrix
+
+    def close(self) -> None:
+        with self._lock:
+            if self._watcher is not None:
+                self._watcher.close()
+                self._watcher = None
+            self.db.close()
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, kind: object, value: object, tb: object) -> None:
+        self.db.execute("COMMIT" if kind is None else "ROLLBACK")

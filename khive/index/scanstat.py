@@ -1,0 +1,59 @@
+"""Stat-walk fallback: the (mtime_ns, size) stamp of every project file, and the difference of two walks.
+
+Used when the inotify watcher (``khive.index.watch``) cannot vouch for completeness: a cold process,
+a queue overflow, the watch limit, or no inotify at all. It costs one ``stat`` per file (about 30 ms
+for 20,000 files), which is why a warm process drains the watcher instead.
+
+The name rules here are shared with the watcher so that both see the same set of files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+Stamp = tuple[int, int]  # (st_mtime_ns, st_size)
+
+
+def is_skipped_dir(name: str) -> bool:
+    """Dot-directories (``.git``, ``.khive``) hold tool state, not project content."""
+    return name.startswith(".")
+
+
+def is_skipped_file(name: str) -> bool:
+    """Atomic-write temp files (``.<name>.<hex>.tmp``) are never content; the rename target is."""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
+def stat_walk(roots: Iterable[Path], suffixes: tuple[str, ...] | None = None) -> dict[Path, Stamp]:
+    """Stamp every regular file under ``roots`` (symlinks are not followed); missing roots are empty."""
+    stamps: dict[Path, Stamp] = {}
+    stack = [os.path.abspath(root) for root in roots]
+    while stack:  # an explicit stack: deep trees must not hit the recursion limit
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if entry.is_dir(follow_symlinks=False):
+                        if not is_skipped_dir(name):
+                            stack.append(entry.path)
+                    elif (entry.is_file(follow_symlinks=False) and not is_skipped_file(name)
+                          and (suffixes is None or name.endswith(suffixes))):
+                        try:
+                            st = entry.stat(follow_symlinks=False)
+                        except FileNotFoundError:  # deleted between listing and stat
+                            continue
+                        stamps[Path(entry.path)] = (st.st_mtime_ns, st.st_size)
+        except OSError:  # missing, vanished mid-walk, or unreadable: nothing to index there
+            continue
+    return stamps
+
+
+def diff_stamps(old: Mapping[Path, Stamp], new: Mapping[Path, Stamp]) -> tuple[set[Path], set[Path], set[Path]]:
+    """(added, changed, removed) between two walks; changed means the stamp differs."""
+    added = new.keys() - old.keys()
+    removed = old.keys() - new.keys()
+    changed = {path for path in new.keys() & old.keys() if new[path] != old[path]}
+    return added, changed, removed

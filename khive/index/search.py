@@ -1,0 +1,149 @@
+"""Query lanes over the index (FTS5 BM25 with field weights, a vector scan) and their fusion.
+
+Fusion is reciprocal rank fusion (k=60). Raw RRF scores are tiny and bunched (~0.016), so the
+reported score is normalised against the best achievable fused score for the lanes that ran; the
+raw evidence (each lane's rank and raw score) stays on the hit.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import orjson
+
+from khive.index.documents import DEFAULT_WEIGHTS, FIELDS
+from khive.index.embed import Embedder
+
+RRF_K = 60
+SNIPPET_TOKENS = 16
+MARK_OPEN, MARK_CLOSE = "**", "**"
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
+_META_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@dataclass
+class Hit:
+    id: str
+    kind: str
+    title: str
+    connection: str | None
+    score: float  # 0..1, normalised fused score
+    snippet: str
+    metadata: dict[str, Any]
+    path: str
+    lanes: dict[str, dict[str, float]] = field(default_factory=dict)  # lane -> {rank, raw}
+    matched_field: str | None = None
+
+
+def fts_query(text: str) -> str:
+    """An FTS5 OR-query of the distinct words of ``text`` (each quoted, so no FTS syntax leaks in)."""
+    words = list(dict.fromkeys(word.lower() for word in _WORD_RE.findall(text)))
+    return " OR ".join(f'"{word}"' for word in words)
+
+
+def _filters(kinds: Sequence[str] | None, connection: str | None, where: Mapping[str, Any] | None
+             ) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    if kinds:
+        clauses.append(f"d.kind IN ({', '.join('?' * len(kinds))})")
+        params.extend(kinds)
+    if connection is not None:
+        clauses.append("d.connection = ?")
+        params.append(connection)
+    for key, value in (where or {}).items():
+        if not _META_KEY_RE.match(key):
+            raise ValueError(f"metadata filter key {key!r} must be a plain name")
+        clauses.append(f"json_extract(d.metadata, '$.{key}') IS ?")
+        params.append(orjson.dumps(value).decode() if isinstance(value, (dict, list)) else value)
+    return (" AND " + " AND ".join(clauses)) if clauses else "", params
+
+
+def fts_search(db: sqlite3.Connection, query: str, *, kinds: Sequence[str] | None = None,
+               connection: str | None = None, limit: int = 20, weights: Mapping[str, float] | None = None,
+               where: Mapping[str, Any] | None = None) -> list[tuple[int, float, str]]:
+    """(rowid, bm25 score (higher is better), snippet) best first."""
+    match = fts_query(query)
+    if not match:
+        return []
+    merged = {**DEFAULT_WEIGHTS, **(weights or {})}
+    weight_args = ", ".join(str(float(merged[name])) for name in FIELDS)
+    extra, params = _filters(kinds, connection, where)
+    sql = (f"SELECT d.rowid, bm25(docs_fts, {weight_args}) AS rank, "
+           f"snippet(docs_fts, -1, '{MARK_OPEN}', '{MARK_CLOSE}', '…', {SNIPPET_TOKENS}) "
+           f"FROM docs_fts JOIN docs d ON d.rowid = docs_fts.rowid "
+           f"WHERE docs_fts MATCH ?{extra} ORDER BY rank LIMIT ?")
+    rows = db.execute(sql, (match, *params, limit)).fetchall()
+    return [(int(r[0]), -float(r[1]), str(r[2])) for r in rows]
+
+
+def vector_search(db: sqlite3.Connection, vectors: tuple[np.ndarray[Any, Any], list[int]], embedder: Embedder,
+                  query: str, *, kinds: Sequence[str] | None = None, connection: str | None = None,
+                  where: Mapping[str, Any] | None = None, limit: int = 20) -> list[tuple[int, float]]:
+    """(rowid, cosine) best first; a plain scan of the in-memory matrix (exact, fast to ~1e5 rows)."""
+    matrix, rowids = vectors
+    if not rowids:
+        return []
+    query_vector = embedder.embed([query])[0]
+    if not query_vector.any():
+        return []
+    scores = matrix @ query_vector
+    order = np.argsort(-scores)
+    extra, params = _filters(kinds, connection, where)
+    picked: list[tuple[int, float]] = []
+    batch = max(limit * 4, 64)
+    for start in range(0, len(order), batch):
+        chunk = [(rowids[i], float(scores[i])) for i in order[start : start + batch] if scores[i] > 0]
+        if not chunk:
+            break
+        if extra:
+            allowed = {int(r[0]) for r in db.execute(
+                f"SELECT d.rowid FROM docs d WHERE d.rowid IN ({', '.join('?' * len(chunk))}){extra}",
+                (*[rowid for rowid, _ in chunk], *params))}
+            chunk = [item for item in chunk if item[0] in allowed]
+        picked.extend(chunk)
+        if len(picked) >= limit:
+            break
+    return picked[:limit]
+
+
+def fuse(db: sqlite3.Connection, lexical: list[tuple[int, float, str]], semantic: list[tuple[int, float]],
+         *, limit: int) -> list[Hit]:
+    lanes_run = 1 + (1 if semantic else 0)
+    fused: dict[int, float] = {}
+    evidence: dict[int, dict[str, dict[str, float]]] = {}
+    snippets: dict[int, str] = {}
+    for rank, (rowid, score, snippet) in enumerate(lexical, start=1):
+        fused[rowid] = fused.get(rowid, 0.0) + 1.0 / (RRF_K + rank)
+        evidence.setdefault(rowid, {})["fts"] = {"rank": rank, "raw": round(score, 4)}
+        snippets[rowid] = snippet
+    for rank, (rowid, cosine) in enumerate(semantic, start=1):
+        fused[rowid] = fused.get(rowid, 0.0) + 1.0 / (RRF_K + rank)
+        evidence.setdefault(rowid, {})["vector"] = {"rank": rank, "raw": round(cosine, 4)}
+    best = lanes_run / (RRF_K + 1)
+    ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:limit]
+    if not ranked:
+        return []
+    rows = {int(r[0]): r for r in db.execute(
+        f"SELECT d.rowid, d.id, d.kind, d.title, d.connection, d.metadata, d.path, f.summary, f.body "
+        f"FROM docs d JOIN docs_fts f ON f.rowid = d.rowid WHERE d.rowid IN ({', '.join('?' * len(ranked))})",
+        [rowid for rowid, _ in ranked])}
+    hits = []
+    for rowid, score in ranked:
+        row = rows.get(rowid)
+        if row is None:
+            continue
+        snippet = snippets.get(rowid) or _lead(row[7] or row[8] or "")
+        hits.append(Hit(id=row[1], kind=row[2], title=row[3], connection=row[4], score=round(score / best, 4),
+                        snippet=snippet, metadata=orjson.loads(row[5]), path=row[6], lanes=evidence[rowid]))
+    return hits
+
+
+def _lead(text: str, length: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= length else text[: length - 1].rstrip() + "…"

@@ -1,0 +1,110 @@
+"""The index's SQLite tables: items (file stamps), documents with an FTS5 mirror, edges, vectors.
+
+Everything here is derived from project files and lives under ``.khive/``: deleting it only costs
+a rebuild.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from khive.index.documents import FIELDS, Document
+
+SCHEMA_VERSION = "1"
+
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sources (name TEXT PRIMARY KEY, version TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS items (
+    source TEXT NOT NULL, path TEXT NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
+    sha256 TEXT NOT NULL, error TEXT, PRIMARY KEY (source, path)
+);
+CREATE TABLE IF NOT EXISTS docs (
+    rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, connection TEXT,
+    title TEXT NOT NULL, source TEXT NOT NULL, path TEXT NOT NULL, metadata TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS docs_item ON docs (source, path);
+CREATE INDEX IF NOT EXISTS docs_kind ON docs (kind);
+CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5 (
+    {", ".join(FIELDS)}, tokenize = 'porter unicode61'
+);
+CREATE TABLE IF NOT EXISTS edges (
+    source_id TEXT NOT NULL, relation TEXT NOT NULL, target_id TEXT NOT NULL, metadata TEXT NOT NULL,
+    PRIMARY KEY (source_id, relation, target_id)
+);
+CREATE INDEX IF NOT EXISTS edges_target ON edges (target_id, relation);
+CREATE TABLE IF NOT EXISTS vectors (
+    doc_rowid INTEGER PRIMARY KEY, embedder TEXT NOT NULL, vector BLOB NOT NULL
+);
+"""
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA busy_timeout=30000")
+    version = _schema_version(db)
+    if version not in (None, SCHEMA_VERSION):
+        # A derived store: an old layout is dropped and rebuilt from the files.
+        for table in ("meta", "sources", "items", "docs", "docs_fts", "edges", "vectors"):
+            db.execute(f"DROP TABLE IF EXISTS {table}")
+    db.executescript(SCHEMA)
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+    return db
+
+
+def _schema_version(db: sqlite3.Connection) -> str | None:
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return str(row[0]) if row else None
+
+
+def delete_item_docs(db: sqlite3.Connection, source: str, path: str) -> None:
+    rows = db.execute("SELECT rowid, id FROM docs WHERE source = ? AND path = ?", (source, path)).fetchall()
+    for rowid, doc_id in rows:
+        db.execute("DELETE FROM docs_fts WHERE rowid = ?", (rowid,))
+        db.execute("DELETE FROM vectors WHERE doc_rowid = ?", (rowid,))
+        db.execute("DELETE FROM edges WHERE source_id = ?", (doc_id,))
+    db.execute("DELETE FROM docs WHERE source = ? AND path = ?", (source, path))
+
+
+def insert_doc(db: sqlite3.Connection, source: str, path: str, doc: Document,
+               edges: Iterable[tuple[str, str, Any]]) -> int:
+    # A document id owned by another file (a duplicate key) is replaced: the newest file wins.
+    old = db.execute("SELECT rowid FROM docs WHERE id = ?", (doc.id,)).fetchone()
+    if old is not None:
+        db.execute("DELETE FROM docs_fts WHERE rowid = ?", (old[0],))
+        db.execute("DELETE FROM vectors WHERE doc_rowid = ?", (old[0],))
+        db.execute("DELETE FROM edges WHERE source_id = ?", (doc.id,))
+        db.execute("DELETE FROM docs WHERE rowid = ?", (old[0],))
+    cursor = db.execute(
+        "INSERT INTO docs (id, kind, connection, title, source, path, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (doc.id, doc.kind, doc.connection, doc.title, source, path, orjson.dumps(dict(doc.metadata)).decode()),
+    )
+    rowid = int(cursor.lastrowid or 0)
+    values = [doc.fields.get(name, "") for name in FIELDS]
+    db.execute(f"INSERT INTO docs_fts (rowid, {', '.join(FIELDS)}) VALUES (?, {', '.join('?' * len(FIELDS))})",
+               (rowid, *values))
+    db.executemany("INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?)",
+                   [(doc.id, relation, target, orjson.dumps(meta).decode()) for relation, target, meta in edges])
+    return rowid
+
+
+def doc_rows(db: sqlite3.Connection, where: str = "", params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    sql = "SELECT rowid, id, kind, connection, title, source, path, metadata FROM docs"
+    if where:
+        sql += " WHERE " + where
+    return [
+        {"rowid": r[0], "id": r[1], "kind": r[2], "connection": r[3], "title": r[4], "source": r[5],
+         "path": r[6], "metadata": orjson.loads(r[7])}
+        for r in db.execute(sql, tuple(params)).fetchall()
+    ]

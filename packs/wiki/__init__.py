@@ -1,0 +1,32 @@
+"""The wiki pack: markdown knowledge pages with frontmatter, searchable through the shared index."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from khive import __version__
+from khive.hookspecs import EdgeRule, PackInfo, hookimpl
+from khive.verbs import Verb
+from packs.wiki.index import EDGE_RULES, SOURCE
+from packs.wiki.verbs import VERBS
+
+
+@hookimpl
+def khive_pack_info() -> PackInfo:
+    return PackInfo(name="wiki", version=__version__, description="markdown knowledge pages")
+
+
+@hookimpl
+def khive_register_verbs() -> Sequence[Verb]:
+    return VERBS
+
+
+@hookimpl
+def khive_index_sources(runtime: Any) -> Sequence[Any]:
+    return [SOURCE]
+
+
+@hookimpl
+def khive_edge_rules() -> Sequence[EdgeRule]:
+    return EDGE_RULES

@@ -1,0 +1,211 @@
+"""Verbs of the wiki pack: write, read, search, list, delete."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator
+
+from khive.context import Context
+from khive.errors import InvalidArgs, NotFound, OpError
+from khive.verbs import Params, Verb, Visibility
+from packs.wiki.index import WIKI_KIND, page_document
+from packs.wiki.models import Frontmatter, PageKind, Relations, check_key
+from packs.wiki.page import GLOBAL, Page, PageError, describe, doc_id, page_path, parse_page, render_page
+
+Scope = Literal["global", "user"]
+
+
+def _scope(scope: str, ctx: Context) -> str:
+    return GLOBAL if scope == "global" else ctx.user_name
+
+
+class WriteParams(Params):
+    key: str = Field(description="path-like page key, e.g. historic-sql/orders-by-region")
+    body: str = Field(default="", description="markdown body")
+    summary: str = ""
+    title: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    refs: list[str] = Field(default_factory=list, description="keys of other pages")
+    sl_refs: list[str] = Field(default_factory=list, description="semantic-layer names")
+    relations: Relations = Field(default_factory=Relations)
+    kind: PageKind = "note"
+    relevance: list[str] = Field(default_factory=list, description='["always"] or phase names')
+    scope: Scope = Field(default="global", description="global, or user (the caller's own override tier)")
+    stale_since: dt.date | None = None
+    archived: bool = False
+    date: dt.date | None = Field(default=None, description="required for recap pages")
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, value: str) -> str:
+        return check_key(value)
+
+
+async def write(params: WriteParams, ctx: Context) -> dict[str, Any]:
+    """Create or replace a page; unknown refs are reported back, and resolve once their pages exist."""
+    fields = params.model_dump(exclude={"key", "body", "scope"})
+    try:
+        meta = Frontmatter.model_validate(fields)
+    except ValidationError as exc:
+        raise InvalidArgs(f"wiki.write: {describe(exc)}", details={"key": params.key}) from None
+    page = Page(params.key, _scope(params.scope, ctx), meta, params.body)
+    index = ctx.runtime.index
+    problems = index.edge_problems(page_document(page))
+    if problems:
+        raise OpError("; ".join(problems), code="edge_rule_violation", details={"problems": problems})
+    result = ctx.runtime.files.write_text(page.path, render_page(meta, params.body), author=ctx.principal,
+                                          message=f"wiki: write {page.path}")
+    index.refresh()
+    return {"key": page.key, "scope": page.scope, "path": page.path, "changed": result.changed,
+            "sha256": result.sha256, **_links(page, ctx), "commit_error": result.commit_error}
+
+
+class ReadParams(Params):
+    key: str
+    scope: Scope | None = Field(default=None, description="default: the caller's page if any, else global")
+
+
+def _load(ctx: Context, key: str, scope: str) -> Page | None:
+    text = ctx.runtime.files.read_text(page_path(key, scope))
+    if text is None:
+        return None
+    try:
+        return parse_page(page_path(key, scope), text)
+    except PageError as exc:
+        raise OpError(str(exc), code="invalid_page", details={"key": key, "scope": scope}) from None
+
+
+def _resolve(ctx: Context, key: str, scope: str | None) -> Page:
+    check_key(key)
+    order = [_scope(scope, ctx)] if scope else [ctx.user_name, GLOBAL]
+    for candidate in order:
+        page = _load(ctx, key, candidate)
+        if page is not None:
+            return page
+    raise NotFound(f"no wiki page {key!r} (looked in {', '.join(order)}); wiki.list() shows the pages",
+                   code="page_not_found", details={"key": key})
+
+
+def _exists(ctx: Context, key: str) -> bool:
+    files = ctx.runtime.files
+    return files.exists(page_path(key, ctx.user_name)) or files.exists(page_path(key, GLOBAL))
+
+
+def _links(page: Page, ctx: Context) -> dict[str, Any]:
+    targets = [*page.meta.refs, *(key for _, key in page.meta.relations.pairs())]
+    unresolved = sorted({key for key in targets if not _exists(ctx, key)})
+    unresolved_sl = sorted(name for name in page.meta.sl_refs if ctx.runtime.index.get(f"sl:{name}") is None)
+    return {"unresolved_refs": unresolved, "unresolved_sl_refs": unresolved_sl}
+
+
+async def read(params: ReadParams, ctx: Context) -> dict[str, Any]:
+    """Read a page: frontmatter, body, link status, backlinks; a user page shadows the global one."""
+    page = _resolve(ctx, params.key, params.scope)
+    index = ctx.runtime.index
+    backlinks = index.edges(doc_id(page.key, GLOBAL), direction="in")
+    superseded_by = [edge["id"] for edge in backlinks if edge["relation"] == "supersedes"]
+    shadows_global = page.scope != GLOBAL and ctx.runtime.files.exists(page_path(page.key, GLOBAL))
+    return {"key": page.key, "scope": page.scope, "path": page.path,
+            **page.meta.model_dump(mode="json"), "body": page.body, **_links(page, ctx),
+            "backlinks": backlinks, "superseded_by": superseded_by, "shadows_global": shadows_global}
+
+
+class SearchParams(Params):
+    query: str = Field(min_length=1)
+    tags: list[str] = Field(default_factory=list, description="pages must carry all of these")
+    kind: PageKind | None = None
+    scope: Scope | None = Field(default=None, description="default: global and the caller's pages")
+    limit: int = Field(default=10, ge=1, le=50)
+    include_superseded: bool = False
+    include_archived: bool = False
+
+
+async def search(params: SearchParams, ctx: Context) -> dict[str, Any]:
+    """Search pages: key, summary, score (0..1), snippet; superseded and archived pages are hidden."""
+    index = ctx.runtime.index
+    where: dict[str, Any] = {}
+    if params.kind:
+        where["page_kind"] = params.kind
+    hits = index.search(params.query, kinds=[WIKI_KIND], limit=params.limit * 4, where=where or None)
+    user = ctx.user_name
+    visible_scopes = {GLOBAL, user} if params.scope is None else {_scope(params.scope, ctx)}
+    results = []
+    for hit in hits:
+        meta = hit.metadata
+        if meta["scope"] not in visible_scopes:
+            continue
+        if meta["scope"] == GLOBAL and params.scope is None and index.get(doc_id(meta["key"], user),
+                                                                          refresh=False) is not None:
+            continue  # the caller's own page shadows this one
+        if meta.get("archived") and not params.include_archived:
+            continue
+        if not set(params.tags) <= set(meta.get("tags", [])):
+            continue
+        superseded_by = [e["id"] for e in index.edges(doc_id(meta["key"], GLOBAL), direction="in",
+                                                      relation="supersedes")]
+        if superseded_by and not params.include_superseded:
+            continue
+        results.append({"key": meta["key"], "scope": meta["scope"], "title": hit.title, "summary": meta["summary"],
+                        "kind": meta["page_kind"], "tags": meta.get("tags", []), "score": hit.score,
+                        "snippet": hit.snippet, "superseded_by": superseded_by})
+        if len(results) >= params.limit:
+            break
+    return {"hits": results, "count": len(results)}
+
+
+class ListParams(Params):
+    scope: Scope | None = None
+    tag: str | None = None
+    kind: PageKind | None = None
+    prefix: str | None = Field(default=None, description="key prefix, e.g. historic-sql/")
+    limit: int = Field(default=200, ge=1, le=5000)
+
+
+async def list_pages(params: ListParams, ctx: Context) -> dict[str, Any]:
+    """List pages (key, scope, kind, summary), sorted by key."""
+    index = ctx.runtime.index
+    index.refresh()
+    scopes = {GLOBAL, ctx.user_name} if params.scope is None else {_scope(params.scope, ctx)}
+    pages = []
+    for row in index.documents(kind=WIKI_KIND):
+        meta = row["metadata"]
+        if meta["scope"] not in scopes or (params.kind and meta["page_kind"] != params.kind):
+            continue
+        if (params.tag and params.tag not in meta.get("tags", [])) or \
+                (params.prefix and not meta["key"].startswith(params.prefix)):
+            continue
+        pages.append({"key": meta["key"], "scope": meta["scope"], "kind": meta["page_kind"],
+                      "summary": meta["summary"], "tags": meta.get("tags", []), "archived": meta.get("archived")})
+    pages.sort(key=lambda page: (page["key"], page["scope"] != GLOBAL))
+    return {"pages": pages[: params.limit], "count": len(pages), "errors": index.item_errors()}
+
+
+class DeleteParams(Params):
+    key: str
+    scope: Scope = "global"
+
+
+async def delete(params: DeleteParams, ctx: Context) -> dict[str, Any]:
+    """Delete a page (operator)."""
+    path = page_path(check_key(params.key), _scope(params.scope, ctx))
+    if not ctx.runtime.files.delete(path, author=ctx.principal, message=f"wiki: delete {path}"):
+        raise NotFound(f"no wiki page at {path}", code="page_not_found", details={"path": path})
+    ctx.runtime.index.refresh()
+    return {"deleted": path}
+
+
+def _write_key(params: Any) -> list[str]:
+    return [f"wiki:{params.scope}/{params.key}"]
+
+
+VERBS = (
+    Verb("wiki.write", WriteParams, write, write.__doc__ or "", write_keys=_write_key,
+         write_key_rule="wiki:<scope>/<key>", read_only=False),
+    Verb("wiki.read", ReadParams, read, read.__doc__ or ""),
+    Verb("wiki.search", SearchParams, search, search.__doc__ or ""),
+    Verb("wiki.list", ListParams, list_pages, list_pages.__doc__ or ""),
+    Verb("wiki.delete", DeleteParams, delete, delete.__doc__ or "", visibility=Visibility.OPERATOR,
+         write_keys=_write_key, write_key_rule="wiki:<scope>/<key>", read_only=False),
+)
