@@ -84,8 +84,8 @@ def _refs(value: Any) -> Any:
         if match:
             steps = tuple(name if name else int(index) for name, index in _REF_STEP_RE.findall(match.group(1)))
             return Ref(steps)
-        if value.startswith("\\$prev"):
-            return value[1:]
+        if value.startswith("\\") and value.lstrip("\\").startswith("$prev"):
+            return value[1:]  # one backslash less: "\\$prev" -> "$prev", "\\\\$prev" -> "\\$prev"
         return value
     if isinstance(value, list):
         return [_refs(item) for item in value]
@@ -108,6 +108,8 @@ def _has_ref(value: Any) -> bool:
 
 
 def _check_depth(text: str, data: Any) -> None:
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return  # cannot nest deeper than the number of openers
     stack: list[tuple[Any, int]] = [(data, 1)]
     while stack:
         item, depth = stack.pop()

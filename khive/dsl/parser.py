@@ -28,7 +28,9 @@ MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 64
 MAX_OPS = 100
 
-_STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+# Also matches an unterminated string (to the end), so every '"' starts a match; otherwise each '"'
+# inside an unterminated string would rescan to the end (quadratic).
+_STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*(?:"|\\?\Z)', re.S)
 _BRACKET_RE = re.compile(r"[\[\]{}()]")
 _REF_STEP_RE = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[([0-9]+)\]")
 _OPENERS = "[{("
@@ -219,10 +221,15 @@ def _parser() -> tuple[Lark, threading.local]:
     return parser, current
 
 
+CACHE_MAX_CHARS = 16 * 1024
+
+
 def parse(text: str) -> Request:
-    """Parse one request; results are cached by text (requests are immutable)."""
+    """Parse one request; small texts are cached (requests are immutable), large ones parsed afresh."""
     if not isinstance(text, str):
         raise TypeError("request text must be str")
+    if len(text) > CACHE_MAX_CHARS:
+        return _parse_cached.__wrapped__(text)
     return _parse_cached(text)
 
 
@@ -254,6 +261,8 @@ def _check_size(text: str) -> None:
 
 
 def _check_depth(text: str) -> None:
+    if len(text) <= MAX_DEPTH:
+        return  # too short to hold MAX_DEPTH + 1 openers
     if sum(text.count(opener) for opener in _OPENERS) <= MAX_DEPTH:
         return  # cannot be deeper than the number of openers
     # Blank out strings (keeping offsets) so brackets inside them do not count.
@@ -336,6 +345,9 @@ def _from_lark(text: str, exc: UnexpectedInput) -> DslSyntaxError:
             # Lark gives $END the last token's position; point past the end of the input instead.
             line = text.count("\n") + 1
             column = len(text) - (text.rfind("\n") + 1) + 1
+            if "_LPAR" in expected:  # a bare verb: "ping"
+                return syntax_error(text, line, column, "expected '(' after the verb name", "missing-parens",
+                                    "call verbs with parentheses: verbs()")
             return syntax_error(text, line, column, f"request ends early; expected {_expected(expected)}",
                                 "unexpected-end")
         if expected == {"_EQUAL"}:
