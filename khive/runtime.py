@@ -12,8 +12,8 @@ import pluggy
 
 from khive.audit.sqlite import SqliteAuditStore
 from khive.audit.store import AuditStore
-from khive.gate import Gate, Rule
 from khive.errors import ConfigError
+from khive.gate import Gate, Rule
 from khive.hookspecs import EdgeRule, EmbedderSpec, PackInfo
 from khive.index.engine import RetrievalIndex
 from khive.plugins import (

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import re
 import datetime as dt
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
