@@ -73,7 +73,9 @@ class RetrievalIndex:
             return self._partial_refresh(changed)
 
     def _roots(self) -> list[Path]:
-        return sorted({self.project / root for source in self.sources.values() for root in source.roots})
+        roots = sorted({self.project / root for source in self.sources.values() for root in source.roots})
+        # the watcher does not support nested roots; an outer root already covers an inner one
+        return [root for root in roots if not any(root != other and root.is_relative_to(other) for other in roots)]
 
     def _full_refresh(self) -> RefreshReport:
         if self._watch and self._watcher is None:
@@ -120,11 +122,13 @@ class RetrievalIndex:
                         self._reindex(source.name, relative, previous[2] if previous else None, report)
                     elif previous is not None:
                         self._remove(source.name, relative, report)
-                if not matched:  # a directory that vanished: drop every item under it
-                    prefix = path.relative_to(self.project).as_posix().rstrip("/") + "/" \
-                        if path.is_relative_to(self.project) else None
-                    if prefix is not None and not path.exists():
-                        for source_name, relative in [k for k in stored if k[1].startswith(prefix)]:
+                if not matched and path.is_relative_to(self.project):
+                    # A directory that vanished, moved or was recreated: re-check what we hold under it.
+                    prefix = path.relative_to(self.project).as_posix().rstrip("/") + "/"
+                    for source_name, relative in [k for k in stored if k[1].startswith(prefix)]:
+                        if (self.project / relative).is_file():
+                            self._reindex(source_name, relative, stored[(source_name, relative)][2], report)
+                        else:
                             self._remove(source_name, relative, report)
         return self._finish(report)
 
