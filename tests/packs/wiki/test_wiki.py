@@ -186,7 +186,9 @@ def test_two_processes_writing_the_same_page(project: Path) -> None:
     script = ("import subprocess, sys\n"
               "for i in range(15):\n"
               "    text = f'wiki.write(key=\"shared\", summary=\"{sys.argv[2]}-{i}\", body=\"' + 'x' * 20000 + '\")'\n"
-              "    subprocess.run([sys.argv[1], 'request', text], check=True, capture_output=True)\n")
+              "    done = subprocess.run([sys.argv[1], 'request', text], capture_output=True, text=True)\n"
+              "    if done.returncode:\n"
+              "        sys.exit(f'write {i} failed: {done.stdout[-2000:]} {done.stderr[-2000:]}')\n")
     workers = [subprocess.Popen([sys.executable, "-c", script, khive, name], env=env) for name in ("p", "q")]
     assert [worker.wait(timeout=240) for worker in workers] == [0, 0]
     page = parse_page("wiki/global/shared.md", (project / "wiki/global/shared.md").read_text())
