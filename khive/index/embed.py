@@ -22,6 +22,8 @@ _MASK = (1 << 64) - 1
 class Embedder(Protocol):
     name: str
     dimensions: int
+    # Below this cosine a hit found only by the vector lane is noise, not evidence.
+    min_similarity: float
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """One L2-normalised float32 row per text (a zero row for a text without tokens)."""
@@ -43,6 +45,8 @@ class HashingEmbedder:
     def __init__(self, dimensions: int = 256):
         self.dimensions = dimensions
         self.name = f"hash-fnv1a-{dimensions}"
+        # Hashing shares only exact tokens (and collisions), so a vector-only hit must be a near-duplicate.
+        self.min_similarity = 0.5
         self._slots: dict[str, tuple[int, float]] = {}  # token -> (dimension, sign); vocabularies are small
 
     def _slot(self, token: str) -> tuple[int, float]:

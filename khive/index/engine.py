@@ -272,7 +272,8 @@ class RetrievalIndex:
             if vector and self.embedder is not None:
                 semantic = search_mod.vector_search(self.db, self._vectors(), self.embedder, query,
                                                     kinds=kinds, connection=connection, where=where, limit=limit * 3)
-            return search_mod.fuse(self.db, lexical, semantic, limit=limit)
+            floor = self.embedder.min_similarity if self.embedder is not None else 0.0
+            return search_mod.fuse(self.db, lexical, semantic, limit=limit, min_similarity=floor)
 
     def _vectors(self) -> tuple[np.ndarray[Any, Any], list[int]]:
         if self._matrix is None:

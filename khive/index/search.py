@@ -113,8 +113,10 @@ def vector_search(db: sqlite3.Connection, vectors: tuple[np.ndarray[Any, Any], l
 
 
 def fuse(db: sqlite3.Connection, lexical: list[tuple[int, float, str]], semantic: list[tuple[int, float]],
-         *, limit: int) -> list[Hit]:
+         *, limit: int, min_similarity: float = 0.0) -> list[Hit]:
     lanes_run = 1 + (1 if semantic else 0)
+    found = {rowid for rowid, _, _ in lexical}
+    semantic = [(rowid, cosine) for rowid, cosine in semantic if rowid in found or cosine >= min_similarity]
     fused: dict[int, float] = {}
     evidence: dict[int, dict[str, dict[str, float]]] = {}
     snippets: dict[int, str] = {}
