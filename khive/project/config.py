@@ -16,6 +16,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError
 
+from khive.connections.config import ConnectionConfig
 from khive.errors import ConfigError
 
 CONFIG_NAME = "khive.yaml"
@@ -100,7 +101,7 @@ class KhiveConfig(_Section):
     auth: AuthConfig = Field(default_factory=AuthConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
-    connections: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    connections: dict[str, ConnectionConfig] = Field(default_factory=dict)
     index: IndexConfig = Field(default_factory=IndexConfig)
     wiki: WikiConfig = Field(default_factory=WikiConfig)
 

@@ -1,0 +1,63 @@
+"""A connection as declared in khive.yaml (``connections:`` map). Secrets are env: references."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+_ENV_REF_RE = re.compile(r"env:[A-Za-z_][A-Za-z0-9_]*\Z")
+
+DEFAULT_SENSITIVE = (
+    r"pass(word|wd)?", r"secret", r"token", r"api_?key", r"ssn", r"social_security", r"credit_?card", r"card_?num",
+    r"cvv", r"iban", r"salt", r"hash", r"private", r"dob|birth_?date", r"phone", r"e_?mail", r"address",
+)
+
+
+class SchemaFilter(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    include: list[str] = Field(default_factory=list, description="schema globs; empty means all")
+    exclude: list[str] = Field(default_factory=list, description="schema globs to skip")
+
+
+class SamplePolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    max_values: int = Field(default=20, ge=0, le=1000)
+    max_text_length: int = Field(default=80, ge=8, le=10_000)
+    sample_rows: int = Field(default=10_000, ge=100, le=10_000_000)
+    sensitive_patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_SENSITIVE),
+                                          description="column-name regexes never sampled")
+
+
+class ConnectionConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    driver: Literal["sqlite", "duckdb", "postgres", "bigquery", "snowflake"]
+    url: str | None = Field(default=None, description="env:VAR holding the connection string")
+    path: str | None = Field(default=None, description="database file, relative to the project")
+    description: str = ""
+    schemas: SchemaFilter = Field(default_factory=SchemaFilter)
+    sample_values: SamplePolicy = Field(default_factory=SamplePolicy)
+    project: str | None = None  # bigquery
+    region: str | None = None  # bigquery
+    database: str | None = None  # snowflake
+    statement_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+
+    @field_validator("url")
+    @classmethod
+    def _url_is_env(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_REF_RE.match(value):
+            raise ValueError("must be an env:VAR reference (connection strings hold secrets), e.g. env:DATABASE_URL")
+        return value
+
+    @model_validator(mode="after")
+    def _target(self) -> ConnectionConfig:
+        if self.driver in ("sqlite", "duckdb") and not self.path:
+            raise ValueError(f"a {self.driver} connection needs path: (the database file)")
+        if self.driver == "postgres" and not self.url:
+            raise ValueError("a postgres connection needs url: env:VAR")
+        return self

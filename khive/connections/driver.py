@@ -1,0 +1,67 @@
+"""The driver protocol: one small class per database engine, found through a registry.
+
+Adding an engine (say MySQL) is one new module with a ``Driver`` class and one line in
+``DRIVERS``; nothing else changes. Drivers are synchronous (verbs run them in a worker thread).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import Any, Protocol
+
+from khive.connections.catalog import CatalogSnapshot, ColumnSample, Table
+from khive.connections.config import ConnectionConfig
+
+# driver name -> "module:Class"
+DRIVERS: dict[str, str] = {
+    "sqlite": "khive.connections.sqlite:SqliteDriver",
+    "duckdb": "khive.connections.duckdb:DuckDbDriver",
+    "postgres": "khive.connections.postgres:PostgresDriver",
+    "bigquery": "khive.connections.bigquery:BigQueryDriver",
+    "snowflake": "khive.connections.snowflake:SnowflakeDriver",
+}
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    columns: list[dict[str, str]]  # [{"name": ..., "type": ...}]
+    rows: list[list[Any]]
+    truncated: bool
+    row_count: int
+    elapsed_ms: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+class Driver(Protocol):
+    name: str  # "postgres"
+    dialect: str  # sqlglot dialect name
+
+    def read_catalog(self) -> CatalogSnapshot:
+        """Tables, views, columns, keys, comments and row estimates in bulk queries (never per table)."""
+        ...
+
+    def sample(self, tables: Sequence[Table]) -> list[ColumnSample]:
+        """Bounded sample values per column, honouring the connection's sample policy."""
+        ...
+
+    def execute(self, sql: str, *, limit: int, timeout_s: float) -> QueryResult:
+        """Run one already-vetted read-only statement in a read-only session with a timeout."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def open_driver(connection: str, config: ConnectionConfig, *, secrets: dict[str, str]) -> Driver:
+    """Instantiate the configured driver; ``secrets`` holds resolved env: references (e.g. the url)."""
+    target = DRIVERS.get(config.driver)
+    if target is None:
+        from khive.errors import ConfigError
+
+        raise ConfigError(f"connection {connection!r}: unknown driver {config.driver!r}; "
+                          f"known drivers: {', '.join(sorted(DRIVERS))}")
+    module_name, _, class_name = target.partition(":")
+    driver_class = getattr(import_module(module_name), class_name)
+    driver: Driver = driver_class(connection, config, secrets)
+    return driver
