@@ -86,6 +86,10 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--json", action="store_true", help="one JSON object per line")
     audit.set_defaults(handler=_audit)
 
+    scan = commands.add_parser("scan", help="scan a connection's live database (scan.run)")
+    scan.add_argument("connection")
+    scan.set_defaults(handler=_scan)
+
     demo = commands.add_parser("demo", help="run the built-in example")
     demo.add_argument("dir", nargs="?", default=None)
     demo.set_defaults(handler=_demo)
@@ -104,6 +108,12 @@ def _init(args: argparse.Namespace) -> int:
     created = init_project(root, operator_principal().split(":", 1)[1])
     print(f"khive project at {root}" + (f" (created {', '.join(created)})" if created else " (already there)"))
     return EXIT_OK
+
+
+def _scan(args: argparse.Namespace) -> int:
+    args.ops = f"scan.run(connection={orjson.dumps(args.connection).decode()})"
+    args.presentation, args.request_id = "agent", ""
+    return _request(args)
 
 
 def _request(args: argparse.Namespace) -> int:

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 from khive.audit.events import AuditEvent, digest_args, redact
 from khive.context import Context
 from khive.dsl.nodes import Mode, Op, Ref, Request
-from khive.errors import InvalidArgs, OpError, PermissionDenied, RefError, ResultTooDeep, WriteConflict
+from khive.errors import InvalidArgs, KhiveError, OpError, PermissionDenied, RefError, ResultTooDeep, WriteConflict
 from khive.guard import within_depth
 from khive.present import present
 from khive.verbs import Verb
@@ -41,7 +41,7 @@ class _Outcome:
     args: Mapping[str, Any]
     ok: bool = False
     result: Any = None  # canonical (pre-presentation) result
-    error: OpError | None = None
+    error: KhiveError | None = None
     aborted: bool = False
     decision: str = "not-evaluated"
     reason: str = ""
@@ -176,7 +176,7 @@ async def _execute(item: _Prepared, ctx: Context) -> None:
                                 details={"limit": ctx.runtime.max_result_depth})
         outcome.result = raw.model_dump(mode="json", by_alias=True) if isinstance(raw, BaseModel) else raw
         outcome.ok = True
-    except OpError as exc:
+    except KhiveError as exc:  # OpError and the shared services' errors (connection_failed, ...)
         outcome.error = exc
     except Exception as exc:  # a pack bug must not take the request down; it is logged and reported
         log.exception("verb %s failed", verb.name)

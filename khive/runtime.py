@@ -12,7 +12,9 @@ import pluggy
 
 from khive.audit.sqlite import SqliteAuditStore
 from khive.audit.store import AuditStore
-from khive.errors import ConfigError
+from khive.connections.config import ConnectionConfig
+from khive.connections.driver import Driver, open_driver
+from khive.errors import ConfigError, NotFound
 from khive.gate import Gate, Rule
 from khive.hookspecs import EdgeRule, EmbedderSpec, PackInfo
 from khive.index.engine import RetrievalIndex
@@ -42,6 +44,7 @@ class Runtime:
     schema_status: dict[str, str]
     max_result_depth: int = 128
     services: dict[str, Any] = field(default_factory=dict)  # packs' warm handles, keyed by pack
+    secrets: dict[str, str] = field(default_factory=dict, repr=False)  # resolved env: references
     _index: RetrievalIndex | None = field(default=None, repr=False)
     _files: FileStore | None = field(default=None, repr=False)
 
@@ -51,6 +54,29 @@ class Runtime:
         if self._index is None:
             self._index = open_index(self)
         return self._index
+
+    def connection(self, name: str) -> ConnectionConfig:
+        found = self.config.connections.get(name)
+        if found is None:
+            known = ", ".join(sorted(self.config.connections)) or "none configured"
+            raise NotFound(f"unknown connection {name!r}; connections in khive.yaml: {known}",
+                           code="connection_not_found", details={"connection": name})
+        return found
+
+    def open_driver(self, name: str) -> Driver:
+        """A driver for connection ``name``: file paths resolved against the project, env: urls resolved."""
+        config = self.connection(name)
+        secrets: dict[str, str] = {}
+        if config.url:
+            variable = config.url.removeprefix("env:")
+            if variable not in self.secrets:
+                raise ConfigError(f"connection {name!r}: url refers to environment variable {variable}, which is "
+                                  "not set", details={"variable": variable, "fix": f"export {variable}=..."})
+            secrets["url"] = self.secrets[variable]
+        if config.path:
+            path = Path(config.path)
+            secrets["path"] = str(path if path.is_absolute() else self.project / path)
+        return open_driver(name, config, secrets=secrets)
 
     @property
     def files(self) -> FileStore:
@@ -100,7 +126,14 @@ def build_runtime(project: Path, config: KhiveConfig, env: Mapping[str, str], *,
         edge_rules=collect_edge_rules(pm),
         schema_status=schema_status,
         max_result_depth=config.server.max_result_depth,
+        secrets=_referenced_secrets(config, env),
     )
+
+
+def _referenced_secrets(config: KhiveConfig, env: Mapping[str, str]) -> dict[str, str]:
+    """Only the variables khive.yaml refers to (env:VAR) travel with the Runtime, not the environment."""
+    names = {conn.url.removeprefix("env:") for conn in config.connections.values() if conn.url}
+    return {name: env[name] for name in names if name in env}
 
 
 def open_index(runtime: Runtime) -> RetrievalIndex:

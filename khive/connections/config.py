@@ -46,6 +46,8 @@ class ConnectionConfig(BaseModel):
     region: str | None = None  # bigquery
     database: str | None = None  # snowflake
     statement_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    allow_functions: list[str] = Field(default_factory=list,
+                                       description="extra SQL functions sql.execute may call here")
 
     @field_validator("url")
     @classmethod

@@ -108,7 +108,6 @@ class RetrievalIndex:
         report = RefreshReport()
         if not changed:
             return report
-        stored = self._stored_items()
         with self._transaction():
             for path in sorted(changed):
                 matched = False
@@ -117,7 +116,7 @@ class RetrievalIndex:
                     if relative is None:
                         continue
                     matched = True
-                    previous = stored.get((source.name, relative))
+                    previous = self._stored_item(source.name, relative)  # one row, not the whole table
                     if path.is_file():
                         self._reindex(source.name, relative, previous[2] if previous else None, report)
                     elif previous is not None:
@@ -125,6 +124,7 @@ class RetrievalIndex:
                 if not matched and path.is_relative_to(self.project):
                     # A directory that vanished, moved or was recreated: re-check what we hold under it.
                     prefix = path.relative_to(self.project).as_posix().rstrip("/") + "/"
+                    stored = self._stored_items()
                     for source_name, relative in [k for k in stored if k[1].startswith(prefix)]:
                         if (self.project / relative).is_file():
                             self._reindex(source_name, relative, stored[(source_name, relative)][2], report)
@@ -137,6 +137,11 @@ class RetrievalIndex:
             self.generation += 1
             self._matrix = None
         return report
+
+    def _stored_item(self, source_name: str, relative: str) -> tuple[int, int, str] | None:
+        row = self.db.execute("SELECT mtime_ns, size, sha256 FROM items WHERE source = ? AND path = ?",
+                              (source_name, relative)).fetchone()
+        return (int(row[0]), int(row[1]), str(row[2])) if row else None
 
     def _stored_items(self) -> dict[tuple[str, str], tuple[int, int, str]]:
         rows = self.db.execute("SELECT source, path, mtime_ns, size, sha256 FROM items").fetchall()
@@ -273,7 +278,7 @@ class RetrievalIndex:
                 semantic = search_mod.vector_search(self.db, self._vectors(), self.embedder, query,
                                                     kinds=kinds, connection=connection, where=where, limit=limit * 3)
             floor = self.embedder.min_similarity if self.embedder is not None else 0.0
-            return search_mod.fuse(self.db, lexical, semantic, limit=limit, min_similarity=floor)
+            return search_mod.fuse(self.db, lexical, semantic, limit=limit, min_similarity=floor, query=query)
 
     def _vectors(self) -> tuple[np.ndarray[Any, Any], list[int]]:
         if self._matrix is None:

@@ -66,20 +66,33 @@ def _filters(kinds: Sequence[str] | None, connection: str | None, where: Mapping
 
 def fts_search(db: sqlite3.Connection, query: str, *, kinds: Sequence[str] | None = None,
                connection: str | None = None, limit: int = 20, weights: Mapping[str, float] | None = None,
-               where: Mapping[str, Any] | None = None) -> list[tuple[int, float, str]]:
-    """(rowid, bm25 score (higher is better), snippet) best first."""
+               where: Mapping[str, Any] | None = None) -> list[tuple[int, float]]:
+    """(rowid, bm25 score (higher is better)) best first; ``snippets()`` makes the snippets of the hits kept."""
     match = fts_query(query)
     if not match:
         return []
     merged = {**DEFAULT_WEIGHTS, **(weights or {})}
     weight_args = ", ".join(str(float(merged[name])) for name in FIELDS)
     extra, params = _filters(kinds, connection, where)
-    sql = (f"SELECT d.rowid, bm25(docs_fts, {weight_args}) AS rank, "
-           f"snippet(docs_fts, -1, '{MARK_OPEN}', '{MARK_CLOSE}', '…', {SNIPPET_TOKENS}) "
+    sql = (f"SELECT d.rowid, bm25(docs_fts, {weight_args}) AS rank "
            f"FROM docs_fts JOIN docs d ON d.rowid = docs_fts.rowid "
            f"WHERE docs_fts MATCH ?{extra} ORDER BY rank LIMIT ?")
     rows = db.execute(sql, (match, *params, limit)).fetchall()
-    return [(int(r[0]), -float(r[1]), str(r[2])) for r in rows]
+    return [(int(r[0]), -float(r[1])) for r in rows]
+
+
+def snippets(db: sqlite3.Connection, query: str, rowids: Sequence[int]) -> dict[int, str]:
+    """rowid -> FTS snippet for ``query``, for these rows only.
+
+    Not part of the ranking query: there snippet() runs for every matching row before the sort and
+    LIMIT (it tokenizes each whole document), which made it ~90% of a search over long pages.
+    """
+    match = fts_query(query)
+    if not match or not rowids:
+        return {}
+    sql = (f"SELECT rowid, snippet(docs_fts, -1, '{MARK_OPEN}', '{MARK_CLOSE}', '…', {SNIPPET_TOKENS}) "
+           f"FROM docs_fts WHERE docs_fts MATCH ? AND rowid IN ({', '.join('?' * len(rowids))})")
+    return {int(r[0]): str(r[1]) for r in db.execute(sql, (match, *rowids))}
 
 
 def vector_search(db: sqlite3.Connection, vectors: tuple[np.ndarray[Any, Any], list[int]], embedder: Embedder,
@@ -112,18 +125,17 @@ def vector_search(db: sqlite3.Connection, vectors: tuple[np.ndarray[Any, Any], l
     return picked[:limit]
 
 
-def fuse(db: sqlite3.Connection, lexical: list[tuple[int, float, str]], semantic: list[tuple[int, float]],
-         *, limit: int, min_similarity: float = 0.0) -> list[Hit]:
+def fuse(db: sqlite3.Connection, lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],
+         *, limit: int, min_similarity: float = 0.0, query: str = "") -> list[Hit]:
+    """The fused hits; a hit the lexical lane found gets its FTS snippet for ``query``, any other its lead."""
     lanes_run = 1 + (1 if semantic else 0)
-    found = {rowid for rowid, _, _ in lexical}
+    found = {rowid for rowid, _ in lexical}
     semantic = [(rowid, cosine) for rowid, cosine in semantic if rowid in found or cosine >= min_similarity]
     fused: dict[int, float] = {}
     evidence: dict[int, dict[str, dict[str, float]]] = {}
-    snippets: dict[int, str] = {}
-    for rank, (rowid, score, snippet) in enumerate(lexical, start=1):
+    for rank, (rowid, score) in enumerate(lexical, start=1):
         fused[rowid] = fused.get(rowid, 0.0) + 1.0 / (RRF_K + rank)
         evidence.setdefault(rowid, {})["fts"] = {"rank": rank, "raw": round(score, 4)}
-        snippets[rowid] = snippet
     for rank, (rowid, cosine) in enumerate(semantic, start=1):
         fused[rowid] = fused.get(rowid, 0.0) + 1.0 / (RRF_K + rank)
         evidence.setdefault(rowid, {})["vector"] = {"rank": rank, "raw": round(cosine, 4)}
@@ -135,12 +147,13 @@ def fuse(db: sqlite3.Connection, lexical: list[tuple[int, float, str]], semantic
         f"SELECT d.rowid, d.id, d.kind, d.title, d.connection, d.metadata, d.path, f.summary, f.body "
         f"FROM docs d JOIN docs_fts f ON f.rowid = d.rowid WHERE d.rowid IN ({', '.join('?' * len(ranked))})",
         [rowid for rowid, _ in ranked])}
+    lexical_snippets = snippets(db, query, [rowid for rowid, _ in ranked if rowid in found])
     hits = []
     for rowid, score in ranked:
         row = rows.get(rowid)
         if row is None:
             continue
-        snippet = snippets.get(rowid) or _lead(row[7] or row[8] or "")
+        snippet = lexical_snippets.get(rowid) or _lead(row[7] or row[8] or "")
         hits.append(Hit(id=row[1], kind=row[2], title=row[3], connection=row[4], score=round(score / best, 4),
                         snippet=snippet, metadata=orjson.loads(row[5]), path=row[6], lanes=evidence[rowid]))
     return hits

@@ -1,0 +1,36 @@
+"""The scan pack: live database catalogs into reviewable artifacts, and read-only SQL."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from khive import __version__
+from khive.hookspecs import EdgeRule, PackInfo, hookimpl
+from khive.verbs import Verb
+
+
+@hookimpl
+def khive_pack_info() -> PackInfo:
+    return PackInfo(name="scan", version=__version__, description="database scans and read-only SQL")
+
+
+@hookimpl
+def khive_register_verbs() -> Sequence[Verb]:
+    from packs.scan.verbs import VERBS
+
+    return VERBS
+
+
+@hookimpl
+def khive_index_sources(runtime: Any) -> Sequence[Any]:
+    from packs.scan.index import SOURCE
+
+    return [SOURCE]
+
+
+@hookimpl
+def khive_edge_rules() -> Sequence[EdgeRule]:
+    from packs.scan.index import EDGE_RULES
+
+    return EDGE_RULES

@@ -1,0 +1,115 @@
+"""The scan pack's contribution to the retrieval index, read from the ``_schema`` shards.
+
+Shards hold the latest scan (plus what people and historic_sql added), so indexing them, not every
+historical run under raw-sources/, keeps exactly one version of each table in the index.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from khive.hookspecs import EdgeRule
+from khive.index.documents import Document, Edge, FileSource
+
+TABLE, COLUMN = "table", "column"
+EDGE_RULES = (
+    EdgeRule("fk", frozenset({TABLE}), frozenset({TABLE})),
+    EdgeRule("contains", frozenset({TABLE}), frozenset({COLUMN})),
+)
+_SPLIT_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-.\s]+")
+
+
+def words(name: str) -> str:
+    """``customerId`` / ``customer_id`` -> ``customer id``: lets a question's words meet identifiers."""
+    return " ".join(part.lower() for part in _SPLIT_RE.split(name) if part)
+
+
+def table_id(connection: str, db: str, name: str) -> str:
+    return f"table:{connection}:{db}.{name}"
+
+
+def column_id(connection: str, db: str, table: str, column: str) -> str:
+    return f"column:{connection}:{db}.{table}.{column}"
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def shard_documents(path: str, text: str) -> Sequence[Document]:
+    try:
+        data = YAML(typ="safe").load(text) or {}
+    except YAMLError as exc:
+        raise ValueError(f"{path}: invalid YAML: {exc}") from None
+    connection, catalog, db = data.get("connection"), data.get("catalog"), data.get("schema")
+    if not connection or not db:
+        raise ValueError(f"{path}: a shard needs connection: and schema:")
+    documents = []
+    for name, entry in (data.get("tables") or {}).items():
+        if not isinstance(entry, dict) or entry.get("droppedInSync"):
+            continue
+        documents.extend(_table_documents(str(connection), catalog, str(db), str(name), entry))
+    return documents
+
+
+def _table_documents(connection: str, catalog: str | None, db: str, name: str, entry: dict[str, Any]
+                     ) -> list[Document]:
+    tid = table_id(connection, db, name)
+    columns = [c for c in entry.get("columns") or [] if isinstance(c, dict) and c.get("name")]
+    description = _text(entry.get("description")) or _text(entry.get("comment"))
+    usage = entry.get("usage") or {}
+    usage_text = _text(usage.get("narrative")) if isinstance(usage, dict) else ""
+    edges = [Edge("contains", column_id(connection, db, name, str(c["name"]))) for c in columns]
+    for fk in entry.get("foreignKeys") or []:
+        edges.append(Edge("fk", table_id(connection, fk["refDb"], fk["refTable"]),
+                          {"columns": fk["columns"], "refColumns": fk["refColumns"]}))
+    for rel in entry.get("inferredRelationships") or []:
+        edges.append(Edge("fk", table_id(connection, rel["toDb"], rel["toTable"]),
+                          {"columns": rel["fromColumns"], "refColumns": rel["toColumns"], "inferred": True,
+                           "confidence": rel.get("confidence")}))
+    table_ref = {"catalog": catalog, "db": db, "name": name}
+    column_names = " ".join(f"{c['name']} {words(str(c['name']))}" for c in columns)
+    column_notes = " ".join(_text(c.get("description")) or _text(c.get("comment")) for c in columns)
+    documents = [Document(
+        id=tid, kind=TABLE, title=f"{db}.{name}", connection=connection,
+        fields={"name": f"{name} {words(name)}", "title": f"{db}.{name}", "summary": description,
+                "tags": "", "body": f"{column_names} {column_notes}".strip(), "extra": usage_text},
+        metadata={"connectionId": connection, "tableRef": table_ref, "kind": entry.get("kind", "table"),
+                  "estimatedRows": entry.get("estimatedRows"), "comment": entry.get("comment"),
+                  "description": entry.get("description"), "columnCount": len(columns),
+                  "frequencyTier": usage.get("frequencyTier") if isinstance(usage, dict) else None},
+        edges=_dedupe(edges),
+    )]
+    for column in columns:
+        cname = str(column["name"])
+        samples = " ".join(_text(v) for v in column.get("samples") or [])
+        note = _text(column.get("description")) or _text(column.get("comment"))
+        documents.append(Document(
+            id=column_id(connection, db, name, cname), kind=COLUMN, title=f"{db}.{name}.{cname}",
+            connection=connection,
+            fields={"name": f"{cname} {words(cname)}", "title": f"{name}.{cname}", "summary": note,
+                    "tags": _text(column.get("type")), "body": samples, "extra": f"{name} {words(name)}"},
+            metadata={"connectionId": connection, "tableRef": table_ref, "columnName": cname,
+                      "type": column.get("type"), "nativeType": column.get("nativeType"),
+                      "primaryKey": bool(column.get("primaryKey")), "comment": column.get("comment"),
+                      "samples": list(column.get("samples") or [])[:10]},
+        ))
+    return documents
+
+
+def _dedupe(edges: list[Edge]) -> list[Edge]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for edge in edges:
+        if (edge.relation, edge.target) not in seen:
+            seen.add((edge.relation, edge.target))
+            out.append(edge)
+    return out
+
+
+SOURCE = FileSource(name="scan", roots=("_schema",), suffixes=(".yaml",), parse=shard_documents, version="1")

@@ -1,0 +1,107 @@
+"""One scan run: read the catalog, sample, infer relationships, diff, write artifacts and shards."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import asdict
+from typing import Any
+
+import anyio.to_thread
+
+from khive.connections.catalog import ColumnSample
+from khive.context import Context
+from packs.scan.artifacts import (
+    latest_sync,
+    new_sync_id,
+    read_run_tables,
+    table_artifact,
+    table_file_name,
+    write_run,
+)
+from packs.scan.diff import diff_runs
+from packs.scan.relationships import InferredRelationship, infer_relationships
+from packs.scan.shards import write_shards
+
+SAMPLE_BATCH = 25  # tables per sampling call, so progress moves on large schemas
+
+
+def relationship_dict(rel: InferredRelationship) -> dict[str, Any]:
+    return {"fromDb": rel.from_db, "fromTable": rel.from_table, "fromColumns": list(rel.from_columns),
+            "toDb": rel.to_db, "toTable": rel.to_table, "toColumns": list(rel.to_columns),
+            "confidence": round(rel.confidence, 3), "tier": rel.tier,
+            "evidence": [asdict(evidence) for evidence in rel.evidence]}
+
+
+async def run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str, Any]:
+    runtime = ctx.runtime
+    config = runtime.connection(connection)
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    driver = await anyio.to_thread.run_sync(runtime.open_driver, connection)
+    try:
+        await ctx.progress(0, 4, f"{connection}: reading the catalog")
+        clock = time.perf_counter()
+        snapshot = await anyio.to_thread.run_sync(driver.read_catalog)
+        timings["catalog_ms"] = _ms(clock)
+        tables = list(snapshot.tables)
+        samples: list[ColumnSample] = []
+        clock = time.perf_counter()
+        if config.sample_values.enabled and tables:
+            for start in range(0, len(tables), SAMPLE_BATCH):
+                batch = tables[start : start + SAMPLE_BATCH]
+                samples.extend(await anyio.to_thread.run_sync(driver.sample, batch))
+                await ctx.progress(1 + (start + len(batch)) / len(tables), 4,
+                                   f"{connection}: sampled {start + len(batch)}/{len(tables)} tables")
+        timings["samples_ms"] = _ms(clock)
+    finally:
+        await anyio.to_thread.run_sync(driver.close)
+
+    clock = time.perf_counter()
+    snapshot = snapshot.model_copy(update={"samples": tuple(samples)})
+    inferred = [relationship_dict(rel) for rel in infer_relationships(snapshot)]
+    timings["inference_ms"] = _ms(clock)
+    await ctx.progress(2, 4, f"{connection}: {len(inferred)} inferred relationships")
+
+    clock = time.perf_counter()
+    sample_map = {(s.db, s.table, s.column): s.model_dump(mode="json", by_alias=True) for s in samples}
+    by_table: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for rel in inferred:
+        by_table.setdefault((rel["fromDb"], rel["fromTable"]), []).append(rel)
+    artifacts = {table_file_name(t): table_artifact(snapshot, t, sample_map, by_table.get((t.db, t.name), []))
+                 for t in tables}
+    sync_id = new_sync_id()
+    previous = latest_sync(runtime.project, connection)
+    before = read_run_tables(runtime.project, connection, previous) if previous else {}
+    after = {f"{data['db']}.{data['name']}": data for data in artifacts.values()}
+    diff = diff_runs(before, after)
+    accepted = sum(1 for rel in inferred if rel["tier"] == "accepted")
+    report: dict[str, Any] = {
+        "syncId": sync_id, "runId": uuid.uuid4().hex, "trigger": trigger, "connection": connection,
+        "driver": snapshot.driver, "previousSyncId": previous,
+        "counts": {"tables": sum(1 for t in tables if t.kind == "table"),
+                   "views": sum(1 for t in tables if t.kind != "table"),
+                   "columns": sum(len(t.columns) for t in tables),
+                   "foreignKeys": sum(len(t.foreign_keys) for t in tables),
+                   "sampledColumns": sum(1 for s in samples if not s.skipped),
+                   "skippedColumns": sum(1 for s in samples if s.skipped)},
+        "diffSummary": diff,
+        "warnings": list(snapshot.warnings),
+        "capabilityGaps": list(snapshot.capability_gaps),
+        "inferredRelationships": {"accepted": accepted, "review": len(inferred) - accepted},
+        "timings": timings,
+    }
+    info = {"connection": connection, "driver": config.driver, "description": config.description,
+            "catalog": snapshot.catalog, "dialect": driver.dialect}
+    await anyio.to_thread.run_sync(lambda: write_run(runtime.project, connection, sync_id, info, artifacts, report))
+    await ctx.progress(3, 4, f"{connection}: writing _schema shards")
+    await anyio.to_thread.run_sync(
+        lambda: write_shards(runtime.files, connection, sync_id, artifacts.values(), author=ctx.principal))
+    timings["write_ms"] = _ms(clock)
+    timings["total_ms"] = _ms(started)
+    await ctx.progress(4, 4, f"{connection}: scan {sync_id} done")
+    return report
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 1)

@@ -1,0 +1,63 @@
+"""``sql.execute`` and ``sql.validate``: read-only SQL behind the parser gate, a read-only session and a limit."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any, Literal
+
+import anyio.to_thread
+from pydantic import Field
+
+from khive.connections.sqlgate import check_sql, wrap_with_limit
+from khive.context import Context
+from khive.errors import OpError
+from khive.verbs import Params, Verb
+
+Dialect = Literal["sqlite", "duckdb", "postgres", "bigquery", "snowflake"]
+
+
+class ExecuteParams(Params):
+    connection: str
+    sql: str = Field(min_length=1)
+    limit: int = Field(default=100, ge=1, le=100_000)
+    timeout_s: float = Field(default=30.0, gt=0, le=600)
+
+
+async def execute(params: ExecuteParams, ctx: Context) -> dict[str, Any]:
+    """Run one read-only statement (SELECT / WITH / VALUES / EXPLAIN); rows are limited and flagged truncated."""
+    config = ctx.runtime.connection(params.connection)
+    dialect = config.driver
+    decision = check_sql(params.sql, dialect, allow_functions=config.allow_functions, timeout_s=params.timeout_s)
+    if not decision.allowed:
+        raise OpError(f"refused: {decision.reason}", code="sql_refused",
+                      details={"reason": decision.reason, "statement_kind": decision.statement_kind,
+                               "gate_code": decision.code})
+    wrapped = wrap_with_limit(params.sql, dialect, params.limit)
+
+    def run() -> Any:
+        driver = ctx.runtime.open_driver(params.connection)
+        try:
+            return driver.execute(wrapped, limit=params.limit, timeout_s=params.timeout_s)
+        finally:
+            driver.close()
+
+    result = await anyio.to_thread.run_sync(run)
+    return {"connectionId": params.connection, "columns": result.columns, "rows": result.rows,
+            "rowCount": result.row_count, "truncated": result.truncated, "elapsedMs": result.elapsed_ms,
+            "sql": wrapped, "tables": list(decision.tables)}
+
+
+class ValidateParams(Params):
+    sql: str = Field(min_length=1)
+    dialect: Dialect = "postgres"
+
+
+async def validate(params: ValidateParams, ctx: Context) -> dict[str, Any]:
+    """Check whether sql.execute would accept a statement, and why not."""
+    return asdict(check_sql(params.sql, params.dialect))
+
+
+SQL_VERBS = (
+    Verb("sql.execute", ExecuteParams, execute, execute.__doc__ or ""),
+    Verb("sql.validate", ValidateParams, validate, validate.__doc__ or ""),
+)

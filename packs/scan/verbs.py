@@ -1,0 +1,173 @@
+"""Verbs of the scan pack: connections, runs, tables, entity details, diffs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from khive.context import Context
+from khive.errors import NotFound
+from khive.verbs import NoParams, Params, Verb, Visibility
+from packs.scan.artifacts import latest_sync, read_report, read_run_tables, sync_ids
+from packs.scan.diff import diff_runs
+from packs.scan.index import TABLE
+from packs.scan.runner import run_scan
+from packs.scan.shards import read_shard_tables
+from packs.scan.sqlverbs import SQL_VERBS
+
+
+def _require_scan(ctx: Context, connection: str) -> str:
+    ctx.runtime.connection(connection)
+    sync = latest_sync(ctx.runtime.project, connection)
+    if sync is None:
+        raise NotFound(f"connection {connection!r} has not been scanned yet; run `khive scan {connection}`",
+                       code="scan_missing", details={"connection": connection})
+    return sync
+
+
+async def connections(params: NoParams, ctx: Context) -> dict[str, Any]:
+    """List configured connections with driver, description, last scan and table count."""
+    out = []
+    for name, config in sorted(ctx.runtime.config.connections.items()):
+        sync = latest_sync(ctx.runtime.project, name)
+        report = read_report(ctx.runtime.project, name, sync) if sync else None
+        out.append({"id": name, "driver": config.driver, "description": config.description,
+                    "lastScan": sync, "tables": report["counts"]["tables"] + report["counts"]["views"]
+                    if report else None})
+    return {"connections": out}
+
+
+class ConnectionParams(Params):
+    connection: str
+
+
+async def run(params: ConnectionParams, ctx: Context) -> dict[str, Any]:
+    """Scan a live database into raw-sources/ artifacts and _schema/ shards (operator)."""
+    transport = ctx.transport
+    return await run_scan(ctx, params.connection, trigger=transport)
+
+
+async def status(params: ConnectionParams, ctx: Context) -> dict[str, Any]:
+    """The latest scan's report and the run history of a connection."""
+    sync = _require_scan(ctx, params.connection)
+    report = read_report(ctx.runtime.project, params.connection, sync)
+    return {"latest": report, "history": sync_ids(ctx.runtime.project, params.connection)}
+
+
+class TablesParams(Params):
+    connection: str
+    schema_: str | None = Field(default=None, alias="schema", description="only this schema")
+    query: str | None = Field(default=None, description="rank tables by relevance to these words")
+    limit: int = Field(default=200, ge=1, le=10_000)
+
+
+async def tables(params: TablesParams, ctx: Context) -> dict[str, Any]:
+    """Tables of the latest scan: name, kind, comment, row estimate, column count."""
+    _require_scan(ctx, params.connection)
+    entries = read_shard_tables(ctx.runtime.files, params.connection)
+    rows = [{"id": key, "db": entry["db"], "name": entry["name"], "kind": entry.get("kind"),
+             "comment": entry.get("description") or entry.get("comment"),
+             "estimatedRows": entry.get("estimatedRows"), "columns": len(entry.get("columns") or [])}
+            for key, entry in sorted(entries.items())
+            if not entry.get("droppedInSync") and (params.schema_ is None or entry["db"] == params.schema_)]
+    if params.query:
+        hits = ctx.runtime.index.search(params.query, kinds=[TABLE], connection=params.connection,
+                                        limit=params.limit)
+        order = {hit.title: (rank, hit.score) for rank, hit in enumerate(hits)}
+        rows = [dict(row, score=order[row["id"]][1]) for row in rows if row["id"] in order]
+        rows.sort(key=lambda row: order[row["id"]][0])
+    return {"tables": rows[: params.limit], "count": len(rows)}
+
+
+class EntityParams(Params):
+    connection: str
+    table: str = Field(description="table name or schema.table")
+    column: str | None = None
+
+
+async def entity(params: EntityParams, ctx: Context) -> dict[str, Any]:
+    """Everything known about a table (or one column): columns, keys, FKs in and out, samples, usage."""
+    sync = _require_scan(ctx, params.connection)
+    artifacts = read_run_tables(ctx.runtime.project, params.connection, sync)
+    shards = read_shard_tables(ctx.runtime.files, params.connection)
+    key = _resolve_table(params.table, artifacts)
+    table = artifacts[key]
+    shard = shards.get(key, {})
+    incoming = [{"from": f"{other['db']}.{other['name']}", "columns": fk["columns"], "refColumns": fk["refColumns"]}
+                for other in artifacts.values() for fk in other.get("foreignKeys", [])
+                if f"{fk['refDb']}.{fk['refTable']}" == key]
+    inferred_in = [rel for other in artifacts.values() for rel in other.get("inferredRelationships", [])
+                   if f"{rel['toDb']}.{rel['toTable']}" == key]
+    result = {
+        "connectionId": params.connection, "syncId": sync, "id": key,
+        "tableRef": {"catalog": table.get("catalog"), "db": table["db"], "name": table["name"]},
+        "kind": table.get("kind"), "comment": table.get("comment"), "description": shard.get("description"),
+        "estimatedRows": table.get("estimatedRows"),
+        "primaryKey": [c["name"] for c in table["columns"] if c.get("primaryKey")],
+        "columns": table["columns"], "foreignKeys": {"out": table.get("foreignKeys", []), "in": incoming},
+        "inferredRelationships": {"out": table.get("inferredRelationships", []), "in": inferred_in},
+        "usage": shard.get("usage"),
+    }
+    if params.column is None:
+        return result
+    column = next((c for c in table["columns"] if c["name"].lower() == params.column.lower()), None)
+    if column is None:
+        names = ", ".join(c["name"] for c in table["columns"])
+        raise NotFound(f"table {key} has no column {params.column!r}; columns: {names}", code="column_not_found")
+    shard_column = next((c for c in shard.get("columns") or [] if c.get("name") == column["name"]), {})
+    extra = {k: v for k, v in shard_column.items() if k not in column}
+    return {**{k: result[k] for k in ("connectionId", "syncId", "id", "tableRef", "usage")},
+            "column": {**column, **extra},
+            "foreignKeys": [fk for fk in table.get("foreignKeys", []) if column["name"] in fk["columns"]],
+            "referencedBy": [ref for ref in incoming if column["name"] in ref["refColumns"]]}
+
+
+def _resolve_table(name: str, artifacts: dict[str, dict[str, Any]]) -> str:
+    if name in artifacts:
+        return name
+    lowered = name.lower()
+    matches = [key for key in artifacts if key.lower() == lowered or key.split(".", 1)[1].lower() == lowered]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise NotFound(f"table {name!r} is ambiguous: {', '.join(sorted(matches))}; qualify it with the schema",
+                       code="table_ambiguous", details={"matches": sorted(matches)})
+    import difflib
+
+    close = difflib.get_close_matches(lowered, [k.lower() for k in artifacts], n=3, cutoff=0.5)
+    raise NotFound(f"no table {name!r} in the latest scan" + (f"; did you mean {', '.join(close)}?" if close else ""),
+                   code="table_not_found", details={"closest": close})
+
+
+class DiffParams(Params):
+    connection: str
+    from_: str | None = Field(default=None, alias="from", description="sync id (default: the one before `to`)")
+    to: str | None = Field(default=None, description="sync id (default: the latest)")
+
+
+async def diff(params: DiffParams, ctx: Context) -> dict[str, Any]:
+    """Tables and columns added, modified, deleted and unchanged between two scans."""
+    _require_scan(ctx, params.connection)
+    history = sync_ids(ctx.runtime.project, params.connection)
+    to = params.to or history[-1]
+    for sync in (to, params.from_):
+        if sync is not None and sync not in history:
+            raise NotFound(f"no scan {sync!r} for {params.connection}; scans: {', '.join(history)}",
+                           code="scan_missing")
+    before_id = params.from_ or (history[history.index(to) - 1] if history.index(to) > 0 else None)
+    before = read_run_tables(ctx.runtime.project, params.connection, before_id) if before_id else {}
+    after = read_run_tables(ctx.runtime.project, params.connection, to)
+    return {"from": before_id, "to": to, "diffSummary": diff_runs(before, after)}
+
+
+VERBS = (
+    Verb("scan.connections", NoParams, connections, connections.__doc__ or ""),
+    Verb("scan.run", ConnectionParams, run, run.__doc__ or "", visibility=Visibility.OPERATOR,
+         write_keys=lambda p: [f"scan:{p.connection}"], write_key_rule="scan:<connection>", read_only=False),
+    Verb("scan.status", ConnectionParams, status, status.__doc__ or ""),
+    Verb("scan.tables", TablesParams, tables, tables.__doc__ or ""),
+    Verb("scan.entity", EntityParams, entity, entity.__doc__ or ""),
+    Verb("scan.diff", DiffParams, diff, diff.__doc__ or ""),
+    *SQL_VERBS,
+)
