@@ -1,5 +1,6 @@
 """Identifier words for relationship inference: tokenize ``CustomerId`` / ``customer_id`` / ``customerID``
-alike, and reduce plural table names to one singular form so ``category_id`` meets ``categories``.
+alike, reduce plural table names to one singular form so ``category_id`` meets ``categories``, and read
+what a column name says it points at (``key_name``, ``role_of``).
 
 Pure string functions; English only, and deliberately small: a wrong singular costs a missed link,
 never a wrong one, because both sides of a comparison go through the same function.
@@ -8,6 +9,8 @@ never a wrong one, because both sides of a comparison go through the same functi
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from functools import lru_cache
 
 # camelCase and PascalCase boundaries, acronym runs (``HTTPCode`` -> http, code) and digit runs.
 _WORD_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
@@ -71,3 +74,75 @@ def singular_words(parts: tuple[str, ...]) -> tuple[str, ...]:
     if not parts:
         return parts
     return (*parts[:-1], singular(parts[-1]))
+
+
+# ---- what a column name says --------------------------------------------------------------------------
+
+KEY_SUFFIXES = ("id", "key", "code")
+GENERIC_NAMES = frozenset({"id", "key", "code", "type", "status", "name", "kind", "value", "no", "num", "number"})
+# Words that name a person's role towards a row; such columns point at person-like tables or at their own.
+ROLE_WORDS = frozenset({"manager", "supervisor", "boss", "reports", "lead", "rep", "representative", "owner",
+                        "mentor", "approver", "assignee", "assigned", "superior", "parent", "head", "coach",
+                        "creator", "created", "updated", "modified", "reviewer", "author"})
+HIERARCHY_WORDS = frozenset({"manager", "supervisor", "boss", "reports", "superior", "parent", "head", "lead",
+                             "mentor"})
+ROLE_FILLERS = frozenset({"to", "by", "of"})
+ROLE_PHRASES = frozenset({"reportsto", "createdby", "updatedby", "modifiedby", "assignedto", "ownedby",
+                          "managedby"})
+PERSON_WORDS = frozenset({"employee", "staff", "user", "person", "member", "worker", "agent", "personnel"})
+TABLE_PREFIXES = frozenset({"tbl", "tb", "dim"})
+
+
+@dataclass(frozen=True)
+class KeyName:
+    """What a column's name says about what it points at."""
+
+    squashed: str  # whole name, lower case, no separators: customer_id -> customerid
+    stem_words: tuple[str, ...]  # before the key suffix, last word singular: ("customer",)
+    stem: str  # squashed stem: "customer"
+    suffix: str | None  # id / key / code, or None
+    split_on_word: bool  # the suffix was a separate word (customer_id, CustomerId), not cut off (customerid)
+
+
+@lru_cache(maxsize=8192)
+def key_name(name: str) -> KeyName:
+    """What a column name says: ``SupportRepId`` -> stem ``supportrep``, suffix ``id``."""
+    parts = words(name)
+    if len(parts) > 1 and parts[0] == "fk":
+        parts = parts[1:]
+    suffix: str | None = None
+    split_on_word = True
+    stem_parts = parts
+    if len(parts) > 1 and parts[-1] in KEY_SUFFIXES:
+        suffix, stem_parts = parts[-1], parts[:-1]
+    elif parts:
+        for candidate in KEY_SUFFIXES:
+            last = parts[-1]
+            if last.endswith(candidate) and len(last) > len(candidate):
+                suffix, split_on_word = candidate, False
+                stem_parts = (*parts[:-1], last[: -len(candidate)])
+                break
+    stem_words = singular_words(stem_parts)
+    return KeyName(squashed=squash(parts), stem_words=stem_words, stem=squash(stem_words), suffix=suffix,
+                   split_on_word=split_on_word)
+
+
+def role_of(name: KeyName) -> str | None:
+    """``"hierarchy"`` for manager-like roles (may point at the own table), ``"role"`` for the others."""
+    if name.suffix == "code":
+        return None
+    if name.suffix is None:
+        if not (name.squashed in ROLE_PHRASES or (
+                any(w in ROLE_WORDS for w in name.stem_words)
+                and all(w in ROLE_WORDS or w in ROLE_FILLERS for w in name.stem_words))):
+            return None
+        found = [w for w in ROLE_WORDS if w in name.squashed]
+    elif any(w in ROLE_WORDS for w in name.stem_words):
+        found = [w for w in name.stem_words if w in ROLE_WORDS]
+    elif len(name.stem_words) == 1:  # managerid, supportrepid: no word boundaries to go by
+        found = [w for w in ROLE_WORDS if name.stem.startswith(w) or name.stem.endswith(w)]
+    else:
+        return None
+    if not found:
+        return None
+    return "hierarchy" if any(w in HIERARCHY_WORDS for w in found) else "role"
