@@ -71,8 +71,10 @@ def owns(source: IndexSource, project: Path, path: Path) -> str | None:
         relative = path.relative_to(project).as_posix()
     except ValueError:
         return None
-    if not relative.endswith(source.suffixes):
-        return None
-    if any(relative == root or relative.startswith(root.rstrip("/") + "/") for root in source.roots):
-        return relative
-    return None
+    return relative if owns_relative(source, relative) else None
+
+
+def owns_relative(source: IndexSource, relative: str) -> bool:
+    """Whether the project-relative POSIX path ``relative`` belongs to ``source``."""
+    return relative.endswith(source.suffixes) and any(
+        relative == root or relative.startswith(root.rstrip("/") + "/") for root in source.roots)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
@@ -21,9 +22,9 @@ import numpy as np
 
 from khive.hookspecs import EdgeRule
 from khive.index import search as search_mod
-from khive.index.documents import Document, IndexSource, owns
+from khive.index.documents import Document, IndexSource, owns, owns_relative
 from khive.index.embed import Embedder
-from khive.index.scanstat import stat_walk
+from khive.index.scanstat import stat_walk_paths
 from khive.index.store import connect, delete_item_docs, doc_rows, insert_doc
 from khive.index.watch import ChangeWatcher
 
@@ -86,11 +87,13 @@ class RetrievalIndex:
         stale_sources = self._stale_sources()
         current: dict[tuple[str, str], tuple[int, int]] = {}
         suffixes = tuple(sorted({s for source in self.sources.values() for s in source.suffixes}))
-        stamps = stat_walk(self._roots(), suffixes)
-        for path, stamp in stamps.items():
+        prefix = str(self.project) + os.sep  # the roots are under the (resolved) project, so are the paths
+        for path, stamp in stat_walk_paths(self._roots(), suffixes).items():
+            if not path.startswith(prefix):
+                continue
+            relative = path[len(prefix):].replace(os.sep, "/")
             for source in self.sources.values():
-                relative = owns(source, self.project, path)
-                if relative is not None:
+                if owns_relative(source, relative):
                     current[(source.name, relative)] = stamp
         with self._transaction():
             for key, stamp in current.items():
@@ -267,7 +270,9 @@ class RetrievalIndex:
 
     def search(self, query: str, *, kinds: Sequence[str] | None = None, connection: str | None = None,
                limit: int = 20, vector: bool = True, weights: Mapping[str, float] | None = None,
-               where: Mapping[str, Any] | None = None, refresh: bool = True) -> list[search_mod.Hit]:
+               where: Mapping[str, Any] | None = None, refresh: bool = True,
+               snippets: bool = True) -> list[search_mod.Hit]:
+        """Fused hits; ``snippets=False`` leaves lexical hits with their lead (see ``add_snippets``)."""
         if refresh:
             self.refresh()
         with self._lock:
@@ -278,7 +283,16 @@ class RetrievalIndex:
                 semantic = search_mod.vector_search(self.db, self._vectors(), self.embedder, query,
                                                     kinds=kinds, connection=connection, where=where, limit=limit * 3)
             floor = self.embedder.min_similarity if self.embedder is not None else 0.0
-            return search_mod.fuse(self.db, lexical, semantic, limit=limit, min_similarity=floor, query=query)
+            return search_mod.fuse(self.db, lexical, semantic, limit=limit, min_similarity=floor,
+                                   query=query if snippets else "")
+
+    def add_snippets(self, query: str, hits: Sequence[search_mod.Hit]) -> None:
+        """Give the lexical ones of ``hits`` (from ``search(..., snippets=False)``) their FTS snippets."""
+        with self._lock:
+            found = search_mod.snippets_by_id(self.db, query, [hit.id for hit in hits if "fts" in hit.lanes])
+        for hit in hits:
+            if found.get(hit.id):
+                hit.snippet = found[hit.id]
 
     def _vectors(self) -> tuple[np.ndarray[Any, Any], list[int]]:
         if self._matrix is None:

@@ -95,6 +95,17 @@ def snippets(db: sqlite3.Connection, query: str, rowids: Sequence[int]) -> dict[
     return {int(r[0]): str(r[1]) for r in db.execute(sql, (match, *rowids))}
 
 
+def snippets_by_id(db: sqlite3.Connection, query: str, ids: Sequence[str]) -> dict[str, str]:
+    """doc id -> FTS snippet for ``query``, for these documents only."""
+    match = fts_query(query)
+    if not match or not ids:
+        return {}
+    sql = (f"SELECT d.id, snippet(docs_fts, -1, '{MARK_OPEN}', '{MARK_CLOSE}', '…', {SNIPPET_TOKENS}) "
+           f"FROM docs_fts JOIN docs d ON d.rowid = docs_fts.rowid "
+           f"WHERE docs_fts MATCH ? AND d.id IN ({', '.join('?' * len(ids))})")
+    return {str(r[0]): str(r[1]) for r in db.execute(sql, (match, *ids))}
+
+
 def vector_search(db: sqlite3.Connection, vectors: tuple[np.ndarray[Any, Any], list[int]], embedder: Embedder,
                   query: str, *, kinds: Sequence[str] | None = None, connection: str | None = None,
                   where: Mapping[str, Any] | None = None, limit: int = 20) -> list[tuple[int, float]]:

@@ -128,7 +128,9 @@ async def search(params: SearchParams, ctx: Context) -> dict[str, Any]:
     where: dict[str, Any] = {}
     if params.kind:
         where["page_kind"] = params.kind
-    hits = index.search(params.query, kinds=[WIKI_KIND], limit=params.limit * 4, where=where or None)
+    # Snippets only for the hits shown: making one tokenizes the whole page.
+    hits = index.search(params.query, kinds=[WIKI_KIND], limit=params.limit * 4, where=where or None,
+                        snippets=False)
     user = ctx.user_name
     visible_scopes = {GLOBAL, user} if params.scope is None else {_scope(params.scope, ctx)}
     results = []
@@ -147,12 +149,15 @@ async def search(params: SearchParams, ctx: Context) -> dict[str, Any]:
                                                       relation="supersedes")]
         if superseded_by and not params.include_superseded:
             continue
-        results.append({"key": meta["key"], "scope": meta["scope"], "title": hit.title, "summary": meta["summary"],
-                        "kind": meta["page_kind"], "tags": meta.get("tags", []), "score": hit.score,
-                        "snippet": hit.snippet, "superseded_by": superseded_by})
+        results.append((hit, superseded_by))
         if len(results) >= params.limit:
             break
-    return {"hits": results, "count": len(results)}
+    index.add_snippets(params.query, [hit for hit, _ in results])
+    return {"hits": [{"key": hit.metadata["key"], "scope": hit.metadata["scope"], "title": hit.title,
+                      "summary": hit.metadata["summary"], "kind": hit.metadata["page_kind"],
+                      "tags": hit.metadata.get("tags", []), "score": hit.score, "snippet": hit.snippet,
+                      "superseded_by": superseded_by} for hit, superseded_by in results],
+            "count": len(results)}
 
 
 class ListParams(Params):
