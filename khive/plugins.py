@@ -6,7 +6,6 @@ Built-in packs are registered through the same ``khive.packs`` entry points as t
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from importlib.metadata import entry_points
@@ -19,6 +18,7 @@ import pluggy
 from khive import hookspecs
 from khive.errors import PackLoadError
 from khive.hookspecs import EdgeRule, EmbedderSpec, PackInfo, SchemaPlan
+from khive.sqlite_util import open_wal
 from khive.verbs import Verb, VerbRegistry
 
 log = logging.getLogger(__name__)
@@ -108,10 +108,13 @@ def apply_schema_plans(pm: pluggy.PluginManager, database: Path) -> dict[str, st
         pack = impl.plugin_name
         try:
             plans: Sequence[SchemaPlan] = impl.function()  # type: ignore[assignment]  # pluggy is untyped here
-            with sqlite3.connect(database) as db:
+            db = open_wal(database)
+            try:
                 for plan in plans:
                     for statement in plan.statements:
                         db.execute(statement)
+            finally:
+                db.close()
             status[pack] = "ok"
         except Exception as exc:  # one pack's bad plan must not stop the server
             log.error("schema plan of pack %s failed: %s", pack, exc)

@@ -6,7 +6,6 @@ Triggers make the table append-only; ``busy_timeout`` lets several processes sha
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Sequence
 from datetime import datetime
@@ -16,6 +15,7 @@ import orjson
 
 from khive.audit.events import AuditEvent
 from khive.audit.store import AuditQuery, glob_to_like
+from khive.sqlite_util import open_wal
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit_events (
@@ -51,10 +51,7 @@ class SqliteAuditStore:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=30000")
+        self._db = open_wal(path)
         with self._lock:
             self._db.executescript(SCHEMA)
 

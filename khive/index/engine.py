@@ -239,8 +239,10 @@ class RetrievalIndex:
             raise EdgeRuleError("; ".join(problems))
         return [(edge.relation, edge.target, dict(edge.metadata)) for edge in document.edges]
 
-    def edges(self, doc_id: str, *, direction: str = "out", relation: str | None = None) -> list[dict[str, Any]]:
-        self.refresh()
+    def edges(self, doc_id: str, *, direction: str = "out", relation: str | None = None,
+              refresh: bool = True) -> list[dict[str, Any]]:
+        if refresh:
+            self.refresh()
         column, other = ("source_id", "target_id") if direction == "out" else ("target_id", "source_id")
         sql = f"SELECT {other}, relation FROM edges WHERE {column} = ?"
         params: list[Any] = [doc_id]
@@ -248,6 +250,28 @@ class RetrievalIndex:
             sql += " AND relation = ?"
             params.append(relation)
         return [{"id": r[0], "relation": r[1]} for r in self.db.execute(sql + " ORDER BY 2, 1", params)]
+
+    def incoming(self, doc_ids: Sequence[str], relation: str) -> dict[str, list[str]]:
+        """target id -> source ids of ``relation`` edges into any of ``doc_ids`` (one query, no refresh)."""
+        if not doc_ids:
+            return {}
+        out: dict[str, list[str]] = {}
+        with self._lock:
+            rows = self.db.execute(
+                f"SELECT target_id, source_id FROM edges WHERE relation = ? AND target_id IN "
+                f"({', '.join('?' * len(doc_ids))}) ORDER BY source_id", (relation, *doc_ids)).fetchall()
+        for target, source in rows:
+            out.setdefault(str(target), []).append(str(source))
+        return out
+
+    def existing(self, doc_ids: Sequence[str]) -> set[str]:
+        """Which of ``doc_ids`` are in the index (one query, no refresh)."""
+        if not doc_ids:
+            return set()
+        with self._lock:
+            rows = self.db.execute(f"SELECT id FROM docs WHERE id IN ({', '.join('?' * len(doc_ids))})",
+                                   tuple(doc_ids)).fetchall()
+        return {str(row[0]) for row in rows}
 
     # reads ----------------------------------------------------------------------------------
     def get(self, doc_id: str, *, refresh: bool = True) -> dict[str, Any] | None:

@@ -141,7 +141,9 @@ def fuse(db: sqlite3.Connection, lexical: list[tuple[int, float]], semantic: lis
     """The fused hits; a hit the lexical lane found gets its FTS snippet for ``query``, any other its lead."""
     lanes_run = 1 + (1 if semantic else 0)
     found = {rowid for rowid, _ in lexical}
-    semantic = [(rowid, cosine) for rowid, cosine in semantic if rowid in found or cosine >= min_similarity]
+    # A vector rank counts only above the embedder's floor, for every hit: a dense model gives every page a
+    # positive cosine, and letting weak ones vote lifts pages that merely share a stop word (bench/embedders.py).
+    semantic = [(rowid, cosine) for rowid, cosine in semantic if cosine >= min_similarity]
     fused: dict[int, float] = {}
     evidence: dict[int, dict[str, dict[str, float]]] = {}
     for rank, (rowid, score) in enumerate(lexical, start=1):
@@ -155,7 +157,8 @@ def fuse(db: sqlite3.Connection, lexical: list[tuple[int, float]], semantic: lis
     if not ranked:
         return []
     rows = {int(r[0]): r for r in db.execute(
-        f"SELECT d.rowid, d.id, d.kind, d.title, d.connection, d.metadata, d.path, f.summary, f.body "
+        f"SELECT d.rowid, d.id, d.kind, d.title, d.connection, d.metadata, d.path, substr(f.summary, 1, 400), "
+        f"substr(f.body, 1, 400) "
         f"FROM docs d JOIN docs_fts f ON f.rowid = d.rowid WHERE d.rowid IN ({', '.join('?' * len(ranked))})",
         [rowid for rowid, _ in ranked])}
     lexical_snippets = snippets(db, query, [rowid for rowid, _ in ranked if rowid in found])

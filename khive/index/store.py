@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from khive.index.documents import FIELDS, Document
+from khive.sqlite_util import open_wal
 
 SCHEMA_VERSION = "1"
 
@@ -45,11 +46,7 @@ CREATE TABLE IF NOT EXISTS vectors (
 
 
 def connect(path: Path) -> sqlite3.Connection:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
-    db.execute("PRAGMA busy_timeout=30000")
+    db = open_wal(path)
     version = _schema_version(db)
     if version not in (None, SCHEMA_VERSION):
         # A derived store: an old layout is dropped and rebuilt from the files.

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from khive import __version__
 from khive.hookspecs import EmbedderSpec, PackInfo, hookimpl
+from khive.index import minilm
 from khive.index.embed import HashingEmbedder
 from khive.verbs import Verb
 from packs.core.verbs import VERBS
@@ -24,4 +25,8 @@ def khive_register_verbs() -> Sequence[Verb]:
 @hookimpl
 def khive_register_embedders() -> Sequence[EmbedderSpec]:
     # The default embedder: deterministic feature hashing, so the vector lane works offline.
-    return [EmbedderSpec(name="hash-fnv1a-256", dimensions=256, factory=lambda: HashingEmbedder(256))]
+    specs = [EmbedderSpec(name="hash-fnv1a-256", dimensions=256, factory=lambda: HashingEmbedder(256))]
+    # A real model when the optional extra is installed (khive[minilm]); the check imports nothing.
+    if minilm.available():
+        specs.append(EmbedderSpec(name=minilm.NAME, dimensions=minilm.DIMENSIONS, factory=minilm.MiniLMEmbedder))
+    return specs

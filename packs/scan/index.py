@@ -84,6 +84,7 @@ def _table_documents(connection: str, catalog: str | None, db: str, name: str, e
                   "description": entry.get("description"), "columnCount": len(columns),
                   "frequencyTier": usage.get("frequencyTier") if isinstance(usage, dict) else None},
         edges=_dedupe(edges),
+        embed_text=f"{words(name)} {description} {' '.join(words(str(c['name'])) for c in columns)}",
     )]
     for column in columns:
         cname = str(column["name"])
@@ -94,6 +95,7 @@ def _table_documents(connection: str, catalog: str | None, db: str, name: str, e
             connection=connection,
             fields={"name": f"{cname} {words(cname)}", "title": f"{name}.{cname}", "summary": note,
                     "tags": _text(column.get("type")), "body": samples, "extra": f"{name} {words(name)}"},
+            embed_text=f"{words(cname)} {words(name)} {note}",  # samples would drown the name in repeats
             metadata={"connectionId": connection, "tableRef": table_ref, "columnName": cname,
                       "type": column.get("type"), "nativeType": column.get("nativeType"),
                       "primaryKey": bool(column.get("primaryKey")), "comment": column.get("comment"),
@@ -112,4 +114,4 @@ def _dedupe(edges: list[Edge]) -> list[Edge]:
     return out
 
 
-SOURCE = FileSource(name="scan", roots=("_schema",), suffixes=(".yaml",), parse=shard_documents, version="1")
+SOURCE = FileSource(name="scan", roots=("_schema",), suffixes=(".yaml",), parse=shard_documents, version="2")

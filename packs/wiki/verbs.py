@@ -128,29 +128,27 @@ async def search(params: SearchParams, ctx: Context) -> dict[str, Any]:
     where: dict[str, Any] = {}
     if params.kind:
         where["page_kind"] = params.kind
-    # Snippets only for the hits shown: making one tokenizes the whole page.
-    hits = index.search(params.query, kinds=[WIKI_KIND], limit=params.limit * 4, where=where or None,
-                        snippets=False)
     user = ctx.user_name
     visible_scopes = {GLOBAL, user} if params.scope is None else {_scope(params.scope, ctx)}
-    results = []
-    for hit in hits:
-        meta = hit.metadata
-        if meta["scope"] not in visible_scopes:
-            continue
-        if meta["scope"] == GLOBAL and params.scope is None and index.get(doc_id(meta["key"], user),
-                                                                          refresh=False) is not None:
-            continue  # the caller's own page shadows this one
-        if meta.get("archived") and not params.include_archived:
-            continue
-        if not set(params.tags) <= set(meta.get("tags", [])):
-            continue
-        superseded_by = [e["id"] for e in index.edges(doc_id(meta["key"], GLOBAL), direction="in",
-                                                      relation="supersedes")]
-        if superseded_by and not params.include_superseded:
-            continue
-        results.append((hit, superseded_by))
-        if len(results) >= params.limit:
+    results: list[tuple[Any, list[str]]] = []
+    # Over-fetch a little for the filters below; fetch deeper only when they removed too much.
+    for depth in (params.limit * 2, params.limit * 10):
+        # Snippets only for the hits shown: making one tokenizes the whole page.
+        hits = index.search(params.query, kinds=[WIKI_KIND], limit=depth, where=where or None, snippets=False,
+                            refresh=not results)
+        keys = [hit.metadata["key"] for hit in hits]
+        shadowed = index.existing([doc_id(key, user) for key in keys]) if params.scope is None else set()
+        superseding = index.incoming([doc_id(key, GLOBAL) for key in keys], "supersedes")
+        results = []
+        for hit in hits:
+            meta = hit.metadata
+            superseded_by = superseding.get(doc_id(meta["key"], GLOBAL), [])
+            if not _visible(meta, params, visible_scopes, shadowed, doc_id(meta["key"], user), superseded_by):
+                continue
+            results.append((hit, superseded_by))
+            if len(results) >= params.limit:
+                break
+        if len(results) >= params.limit or len(hits) < depth:
             break
     index.add_snippets(params.query, [hit for hit, _ in results])
     return {"hits": [{"key": hit.metadata["key"], "scope": hit.metadata["scope"], "title": hit.title,
@@ -158,6 +156,19 @@ async def search(params: SearchParams, ctx: Context) -> dict[str, Any]:
                       "tags": hit.metadata.get("tags", []), "score": hit.score, "snippet": hit.snippet,
                       "superseded_by": superseded_by} for hit, superseded_by in results],
             "count": len(results)}
+
+
+def _visible(meta: dict[str, Any], params: SearchParams, scopes: set[str], shadowed: set[str], own_id: str,
+             superseded_by: list[str]) -> bool:
+    if meta["scope"] not in scopes:
+        return False
+    if meta["scope"] == GLOBAL and own_id in shadowed:
+        return False  # the caller's own page shadows this one
+    if meta.get("archived") and not params.include_archived:
+        return False
+    if not set(params.tags) <= set(meta.get("tags", [])):
+        return False
+    return not (superseded_by and not params.include_superseded)
 
 
 class ListParams(Params):

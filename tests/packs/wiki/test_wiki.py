@@ -159,7 +159,8 @@ async def test_write_conflict_on_same_page_in_a_batch(runtime: Any) -> None:
 async def test_embedding_lane_on_and_off(project: Path) -> None:
     from khive.bootstrap import open_runtime
 
-    (project / "wiki/global/lane.md").write_text("---\nsummary: vector lane check\n---\nwarehouse lanes\n")
+    # near-identical text: the hashing embedder only votes above its floor (shared exact tokens)
+    (project / "wiki/global/warehouse-lanes.md").write_text("---\nsummary: warehouse lanes\n---\nwarehouse lanes\n")
     on = open_runtime(project, {"KHIVE_PACKS": "core,wiki"})
     try:
         hits = on.index.search("warehouse lanes")

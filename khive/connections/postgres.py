@@ -1,0 +1,271 @@
+"""PostgreSQL (psycopg 3, sync): a read-only session, the catalog in four bulk pg_catalog queries.
+
+The session starts with ``default_transaction_read_only=on`` and the connection's
+``statement_timeout``; every unit of work runs in a ``BEGIN READ ONLY`` transaction that is always
+rolled back, so even a ``SET`` cannot outlive its statement. ``execute`` sends the vetted statement
+through the extended protocol (a pipeline), where PostgreSQL refuses a second statement, after
+``SET LOCAL statement_timeout``.
+
+Partitions are folded into their partitioned table (listed once, rows summed over the leaves);
+constraints that PostgreSQL clones onto partitions are skipped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import dict_row
+
+from khive.connections.catalog import CatalogSnapshot, Column, ColumnSample, ForeignKey, Table, TableKind
+from khive.connections.config import ConnectionConfig
+from khive.connections.driver import QueryResult
+from khive.connections.types import (
+    build_column,
+    normalize_type,
+    query_result,
+    quote,
+    sample_percent,
+    sample_sql,
+    sample_tables,
+    schema_selected,
+)
+from khive.errors import ConfigError, KhiveError
+
+_KINDS: dict[str, TableKind] = {"r": "table", "p": "table", "v": "view", "m": "materialized_view",
+                                "f": "foreign_table"}
+_SCHEMAS_SQL = """
+SELECT current_database() AS database, n.nspname AS schema
+FROM pg_catalog.pg_namespace AS n
+WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_(toast|temp_)'
+ORDER BY n.nspname
+"""
+_RELATIONS_SQL = """
+SELECT c.oid, n.nspname AS schema, c.relname AS name, c.relkind AS kind,
+       pg_catalog.obj_description(c.oid, 'pg_class') AS comment,
+       CASE WHEN c.relkind = 'p' THEN (
+                SELECT SUM(leaf.reltuples) FROM pg_catalog.pg_partition_tree(c.oid) AS tree
+                JOIN pg_catalog.pg_class AS leaf ON leaf.oid = tree.relid
+                WHERE tree.isleaf AND leaf.reltuples >= 0)
+            WHEN c.relkind IN ('r', 'm', 'f') AND c.reltuples >= 0 THEN c.reltuples END AS estimate
+FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition AND n.nspname = ANY(%(schemas)s)
+ORDER BY n.nspname, c.relname
+"""
+_COLUMNS_SQL = """
+SELECT a.attrelid AS oid, a.attname AS name, pg_catalog.format_type(a.atttypid, a.atttypmod) AS native,
+       t.typtype, CASE WHEN t.typtype = 'd' THEN pg_catalog.format_type(t.typbasetype, t.typtypmod) END AS base,
+       NOT a.attnotnull AS nullable, pg_catalog.pg_get_expr(d.adbin, d.adrelid) AS "default",
+       pg_catalog.col_description(a.attrelid, a.attnum) AS comment
+FROM pg_catalog.pg_attribute AS a
+JOIN pg_catalog.pg_class AS c ON c.oid = a.attrelid
+JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+JOIN pg_catalog.pg_type AS t ON t.oid = a.atttypid
+LEFT JOIN pg_catalog.pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+WHERE a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
+  AND n.nspname = ANY(%(schemas)s)
+ORDER BY a.attrelid, a.attnum
+"""
+_CONSTRAINTS_SQL = """
+SELECT con.conrelid AS oid, con.contype AS kind, con.conname AS name,
+       ARRAY(SELECT a.attname FROM unnest(con.conkey) WITH ORDINALITY AS k(attnum, i)
+             JOIN pg_catalog.pg_attribute AS a ON a.attrelid = con.conrelid AND a.attnum = k.attnum
+             ORDER BY k.i)::text[] AS columns,
+       rn.nspname AS ref_schema, rc.relname AS ref_table,
+       ARRAY(SELECT a.attname FROM unnest(con.confkey) WITH ORDINALITY AS k(attnum, i)
+             JOIN pg_catalog.pg_attribute AS a ON a.attrelid = con.confrelid AND a.attnum = k.attnum
+             ORDER BY k.i)::text[] AS ref_columns
+FROM pg_catalog.pg_constraint AS con
+JOIN pg_catalog.pg_class AS c ON c.oid = con.conrelid
+JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+LEFT JOIN pg_catalog.pg_class AS rc ON rc.oid = con.confrelid
+LEFT JOIN pg_catalog.pg_namespace AS rn ON rn.oid = rc.relnamespace
+WHERE con.contype IN ('p', 'f') AND con.conparentid = 0 AND NOT c.relispartition AND n.nspname = ANY(%(schemas)s)
+ORDER BY con.conrelid, con.contype, con.conname
+"""
+_TYPE_NAMES_SQL = "SELECT oid, pg_catalog.format_type(oid, NULL) AS name FROM pg_catalog.pg_type WHERE oid = ANY(%s)"
+_SAMPLE_SEED = 42
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
+class PostgresDriver:
+    name = "postgres"
+    dialect = "postgres"
+
+    def __init__(self, connection: str, config: ConnectionConfig, secrets: dict[str, str]):
+        self.connection = connection
+        self.config = config
+        url = secrets.get("url")
+        if not url:
+            raise ConfigError(f"connection {connection!r}: no connection string ({config.url or 'url:'} is not set)")
+        self._url = url
+        self._conn: psycopg.Connection[Any] | None = None
+        self._type_names: dict[int, str] = {}
+
+    # ---- connection ----------------------------------------------------------------------------------------
+
+    def _target(self) -> tuple[str, str]:
+        """``host=... port=... dbname=... user=...`` for messages (never the password), and the password."""
+        try:
+            params = conninfo_to_dict(self._url)
+        except psycopg.ProgrammingError:
+            return "(unparseable connection string)", ""
+        shown = " ".join(f"{key}={params[key]}" for key in ("host", "hostaddr", "port", "dbname", "user")
+                         if params.get(key))
+        return shown or "(libpq defaults)", str(params.get("password") or "")
+
+    def _db(self) -> psycopg.Connection[Any]:
+        if self._conn is not None and not self._conn.closed:
+            return self._conn
+        target, password = self._target()
+        try:
+            existing = str(conninfo_to_dict(self._url).get("options") or "")
+        except psycopg.ProgrammingError:
+            existing = ""
+        options = (f"{existing} -c default_transaction_read_only=on "
+                   f"-c statement_timeout={_ms(self.config.statement_timeout_s)}").strip()
+        try:
+            conn = psycopg.connect(self._url, options=options, connect_timeout=10, application_name="khive")
+        except psycopg.Error as exc:
+            reason = " ".join(str(exc).split())
+            if password:
+                reason = reason.replace(password, "***")
+            raise KhiveError(f"connection {self.connection!r}: cannot connect to PostgreSQL at {target}: {reason}",
+                             code="connection_failed",
+                             details={"connection": self.connection, "target": target}) from None
+        conn.read_only = True  # every transaction: BEGIN READ ONLY
+        self._conn = conn
+        return conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> PostgresDriver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _error(self, exc: psycopg.Error, timeout_s: float) -> KhiveError:
+        details = {"connection": self.connection, "sqlstate": exc.sqlstate}
+        message = " ".join(str(exc).split())
+        if isinstance(exc, pg_errors.ReadOnlySqlTransaction):
+            return KhiveError(f"connection {self.connection!r} is read-only: {message}", code="read_only_violation",
+                              details=details)
+        if isinstance(exc, pg_errors.QueryCanceled):
+            return KhiveError(f"statement cancelled after {timeout_s:g}s (connection {self.connection!r})",
+                              code="statement_timeout", details={**details, "timeout_s": timeout_s})
+        if isinstance(exc, psycopg.OperationalError) and self._conn is not None and self._conn.closed:
+            self._conn = None
+            return KhiveError(f"connection {self.connection!r} lost: {message}", code="connection_failed",
+                              details=details)
+        return KhiveError(f"connection {self.connection!r}: {message}", code="query_failed", details=details)
+
+    def _fetch(self, sql: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """One catalog or sample query in its own read-only transaction."""
+        conn = self._db()
+        try:
+            with conn.cursor(row_factory=dict_row) as cursor:
+                cursor.execute(sql, params)
+                return cursor.fetchall()
+        except psycopg.Error as exc:
+            raise self._error(exc, self.config.statement_timeout_s) from None
+        finally:
+            if not conn.closed:
+                conn.rollback()
+
+    # ---- catalog -------------------------------------------------------------------------------------------
+
+    def read_catalog(self) -> CatalogSnapshot:
+        found = self._fetch(_SCHEMAS_SQL)
+        database = str(found[0]["database"]) if found else None
+        schemas = [row["schema"] for row in found if schema_selected(row["schema"], self.config.schemas)]
+        if not schemas:
+            return CatalogSnapshot(connection=self.connection, driver=self.name, catalog=database)
+        relations = self._fetch(_RELATIONS_SQL, {"schemas": schemas})
+        columns: dict[int, list[dict[str, Any]]] = {}
+        for row in self._fetch(_COLUMNS_SQL, {"schemas": schemas}):
+            columns.setdefault(row["oid"], []).append(row)
+        primary: dict[int, tuple[str, ...]] = {}
+        foreign: dict[int, list[ForeignKey]] = {}
+        for row in self._fetch(_CONSTRAINTS_SQL, {"schemas": schemas}):
+            if row["kind"] == "p":
+                primary[row["oid"]] = tuple(row["columns"])
+            else:
+                foreign.setdefault(row["oid"], []).append(ForeignKey(
+                    name=row["name"], columns=tuple(row["columns"]), refCatalog=database, refDb=row["ref_schema"],
+                    refTable=row["ref_table"], refColumns=tuple(row["ref_columns"])))
+
+        tables = []
+        for rel in relations:
+            oid = rel["oid"]
+            pk = set(primary.get(oid, ()))
+            fk_columns = {name for fk in foreign.get(oid, []) for name in fk.columns}
+            built = tuple(
+                build_column(col["name"], ordinal, col["native"], self.dialect, nullable=col["nullable"],
+                             default=col["default"], primary_key=col["name"] in pk, is_fk=col["name"] in fk_columns,
+                             comment=col["comment"],
+                             normalized="string" if col["typtype"] == "e"
+                             else normalize_type(col["base"], self.dialect) if col["base"] else None)
+                for ordinal, col in enumerate(columns.get(oid, []), start=1)
+            )
+            estimate = rel["estimate"]
+            tables.append(Table(catalog=database, db=rel["schema"], name=rel["name"], kind=_KINDS[rel["kind"]],
+                                comment=rel["comment"], estimatedRows=None if estimate is None else int(estimate),
+                                columns=built, foreignKeys=tuple(foreign.get(oid, []))))
+        return CatalogSnapshot(connection=self.connection, driver=self.name, catalog=database, tables=tuple(tables))
+
+    # ---- samples and queries -------------------------------------------------------------------------------
+
+    def sample(self, tables: Sequence[Table]) -> list[ColumnSample]:
+        policy = self.config.sample_values
+
+        def run(table: Table, columns: list[Column]) -> list[tuple[Any, ...]]:
+            percent = sample_percent(table, policy)
+            clause = "" if percent is None else f" TABLESAMPLE SYSTEM ({percent:.6f}) REPEATABLE ({_SAMPLE_SEED})"
+            sql = sample_sql(f"{quote(table.db)}.{quote(table.name)}", columns, policy, sample_clause=clause)
+            return [tuple(row.values()) for row in self._fetch(sql)]  # no params: a "%" in a name stays literal
+
+        return sample_tables(tables, policy, self.dialect, run)
+
+    def _type_name(self, conn: psycopg.Connection[Any], oids: list[int]) -> dict[int, str]:
+        """Result column type names: psycopg's registry, else format_type() (enums, domains, internals)."""
+        missing = [oid for oid in oids if oid not in self._type_names and conn.adapters.types.get(oid) is None]
+        if missing:
+            with conn.cursor() as cursor:
+                cursor.execute(_TYPE_NAMES_SQL, [missing])
+                self._type_names.update({int(oid): str(name) for oid, name in cursor.fetchall()})
+        names = {}
+        for oid in oids:
+            info = conn.adapters.types.get(oid)
+            names[oid] = self._type_names.get(oid) or (info.name if info else str(oid))
+        return names
+
+    def execute(self, sql: str, *, limit: int, timeout_s: float) -> QueryResult:
+        started = time.perf_counter()
+        conn = self._db()
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute(f"SET LOCAL statement_timeout = {_ms(timeout_s)}")
+                with conn.pipeline():  # extended protocol: exactly one statement
+                    cursor.execute(sql)
+                description = cursor.description or []
+                rows = cursor.fetchmany(limit + 1) if description else []
+                types = self._type_name(conn, [int(item.type_code) for item in description])
+                columns = [{"name": item.name, "type": types[int(item.type_code)]} for item in description]
+        except psycopg.Error as exc:
+            raise self._error(exc, timeout_s) from None
+        finally:
+            if not conn.closed:
+                conn.rollback()
+        return query_result(columns, rows, limit, started)
+

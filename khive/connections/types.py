@@ -1,0 +1,397 @@
+"""Helpers every driver shares: type normalisation, sensitivity, schema globs and bulk sampling.
+
+``normalize_type`` maps an engine's native type text (``character varying(255)``, ``NUMBER(38,0)``,
+``ARRAY<STRUCT<a INT64>>``, ``STRUCT(a INTEGER)[]``) to one ``NormalizedType``; ``dimension_type``
+guesses how an analyst would use the column. Sampling builds ONE query per table: a materialised
+sample of at most ``sample_rows`` rows and, per sampled column, a ``UNION ALL`` branch that keeps
+the ``max_values`` most frequent values with the distinct and null counts (window functions over
+the grouped sample). Every value is cast to text (one column type across the branches) and the
+Python side restores ints, floats and booleans from the column's normalised type.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
+from typing import Any
+
+import sqlglot
+
+from khive.connections.catalog import Column, ColumnSample, DimensionType, NormalizedType, Table
+from khive.connections.config import ConnectionConfig, SamplePolicy, SchemaFilter
+from khive.connections.driver import QueryResult
+from khive.errors import ConfigError, KhiveError
+
+_TYPES: dict[NormalizedType, tuple[str, ...]] = {
+    "integer": ("INT", "INTEGER", "INT2", "INT4", "INT8", "INT16", "INT32", "INT64", "INT128", "SMALLINT", "BIGINT",
+                "TINYINT", "MEDIUMINT", "HUGEINT", "UHUGEINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT",
+                "SERIAL", "SERIAL2", "SERIAL4", "SERIAL8", "SMALLSERIAL", "BIGSERIAL", "BYTEINT", "VARINT",
+                "BIGNUM", "LONG", "SHORT", "SIGNED", "UNSIGNED"),
+    "number": ("NUMERIC", "DECIMAL", "DEC", "NUMBER", "REAL", "FLOAT", "FLOAT4", "FLOAT8", "FLOAT32", "FLOAT64",
+               "DOUBLE", "DOUBLE PRECISION", "BIGNUMERIC", "BIGDECIMAL", "MONEY", "SMALLMONEY", "DECFLOAT"),
+    "string": ("VARCHAR", "CHAR", "CHARACTER", "CHARACTER VARYING", "CHAR VARYING", "NCHAR", "NVARCHAR", "VARCHAR2",
+               "NVARCHAR2", "NATIONAL CHARACTER", "NATIONAL CHARACTER VARYING", "TEXT", "STRING", "BPCHAR", "CITEXT",
+               "NAME", "CLOB", "NCLOB", "TINYTEXT", "MEDIUMTEXT", "LONGTEXT", "NTEXT", "ENUM"),
+    "boolean": ("BOOL", "BOOLEAN", "LOGICAL"),
+    "date": ("DATE",),
+    "timestamp": ("TIMESTAMP", "TIMESTAMPTZ", "DATETIME", "DATETIME2", "DATETIMEOFFSET", "SMALLDATETIME",
+                  "TIMESTAMP WITH TIME ZONE", "TIMESTAMP WITHOUT TIME ZONE", "TIMESTAMP WITH LOCAL TIME ZONE",
+                  "TIMESTAMP_NTZ", "TIMESTAMP_LTZ", "TIMESTAMP_TZ", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_US",
+                  "TIMESTAMP_NS"),
+    "time": ("TIME", "TIMETZ", "TIME WITH TIME ZONE", "TIME WITHOUT TIME ZONE", "TIME_NS"),
+    "binary": ("BYTEA", "BLOB", "BYTES", "BINARY", "VARBINARY", "TINYBLOB", "MEDIUMBLOB", "LONGBLOB", "IMAGE", "RAW",
+               "BINARY VARYING"),
+    "json": ("JSON", "JSONB", "VARIANT", "OBJECT", "STRUCT", "MAP", "UNION", "RECORD", "ROW", "SUPER", "HSTORE"),
+    "array": ("ARRAY", "LIST"),
+    "uuid": ("UUID", "UNIQUEIDENTIFIER"),
+    "interval": ("INTERVAL",),
+}
+_BY_NAME: dict[str, NormalizedType] = {name: kind for kind, names in _TYPES.items() for name in names}
+_EXACT_NUMERIC = frozenset({"NUMERIC", "DECIMAL", "DEC", "NUMBER", "BIGNUMERIC", "BIGDECIMAL"})
+_LONG_TEXT = frozenset({"CLOB", "NCLOB", "MEDIUMTEXT", "LONGTEXT", "NTEXT"})
+_TEXT_LIKE = frozenset({"string", "other"})  # sampled values cut to max_text_length
+_UNSAMPLEABLE = frozenset({"GEOGRAPHY", "GEOMETRY", "XML", "TSVECTOR", "TSQUERY", "VECTOR", "HSTORE"})
+_PROSE_WORDS = frozenset({"description", "desc", "comment", "comments", "note", "notes", "body", "content", "message",
+                          "summary", "bio", "remark", "remarks", "details", "html", "markdown", "transcript", "text",
+                          "abstract", "narrative", "feedback"})
+_CODE_WORDS = frozenset({"code", "zip", "zipcode", "postal", "postcode", "year", "status", "type", "kind"})
+_ID_RE = re.compile(r"(?:^|_)(?:id|uuid|guid)\Z")
+_CAMEL_ID_RE = re.compile(r"[a-z0-9]I[dD]\Z")
+_WORD_RE = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+
+
+def _split(native: str) -> tuple[str, list[str]]:
+    """``"NUMERIC(12, 2)"`` -> ``("NUMERIC", ["12", "2"])``; nested (...) and <...> groups are dropped."""
+    depth = 0
+    base: list[str] = []
+    args: list[str] = []
+    current: list[str] = []
+    for char in native:
+        if char in "(<":
+            depth += 1
+            if depth == 1:
+                continue
+        elif char in ")>":
+            depth -= 1
+            if depth == 0:
+                args.append("".join(current))
+                current = []
+                continue
+        if depth == 0:
+            base.append(char)
+        elif not args:
+            current.append(char)
+    words = " ".join("".join(base).replace('"', "").split())
+    first = args[0] if args else ""
+    return words, [part.strip() for part in first.split(",") if part.strip()]
+
+
+def _sqlite_affinity(base: str) -> NormalizedType:
+    # https://www.sqlite.org/datatype3.html#determination_of_column_affinity, in its order
+    if "INT" in base:
+        return "integer"
+    if any(word in base for word in ("CHAR", "CLOB", "TEXT")):
+        return "string"
+    if "BLOB" in base:
+        return "binary"
+    if not base:
+        return "other"
+    return "number"
+
+
+def normalize_type(native: str, dialect: str = "") -> NormalizedType:
+    """One engine's type text -> a NormalizedType (``other`` when unknown)."""
+    text = " ".join(native.strip().upper().split())
+    if not text:
+        return "other"
+    if text.endswith("]") or text.startswith(("ARRAY<", "ARRAY(", "LIST<", "LIST(")):
+        return "array"
+    base, args = _split(text)
+    if base in _EXACT_NUMERIC:
+        if (len(args) == 2 and args[1] == "0") or (not args and base == "NUMBER" and dialect == "snowflake"):
+            return "integer"
+        return "number"
+    found = _BY_NAME.get(base)
+    if found is not None:
+        return found
+    if dialect == "sqlite":
+        return _sqlite_affinity(base)
+    return _BY_NAME.get(base.split(" ")[0], "other")
+
+
+def _words(column_name: str) -> list[str]:
+    return [word.lower() for word in _WORD_RE.findall(column_name)]
+
+
+def _is_long_text(native: str) -> bool:
+    base, args = _split(" ".join(native.strip().upper().split()))
+    if base in _LONG_TEXT:
+        return True
+    return len(args) == 1 and args[0].isdigit() and 255 < int(args[0]) < 16_777_216
+
+
+def dimension_type(normalized: NormalizedType, column_name: str, is_pk: bool = False, is_fk: bool = False,
+                   *, native: str = "") -> DimensionType:
+    """How an analyst would use the column: identifier, time, boolean, numeric, categorical, text or other.
+
+    Keys and ``*_id`` names are identifiers unless they are dates or booleans; numbers named like codes
+    (``zip``, ``status_code``, ``year``) are categorical; strings are categorical unless the type is
+    declared long (CLOB, LONGTEXT, varchar over 255) or the name reads as prose (``description``, ``notes``).
+    Unbounded ``text``/``STRING`` alone says nothing: it is every string in PostgreSQL and BigQuery.
+    """
+    if normalized in ("date", "timestamp", "time"):
+        return "time"
+    if normalized == "boolean":
+        return "boolean"
+    if is_pk or is_fk or normalized == "uuid" or _ID_RE.search(column_name.lower()) or _CAMEL_ID_RE.search(column_name):
+        return "identifier"
+    words = _words(column_name)
+    if normalized in ("integer", "number", "interval"):
+        return "categorical" if words and words[-1] in _CODE_WORDS else "numeric"
+    if normalized == "string":
+        if (native and _is_long_text(native)) or any(word in _PROSE_WORDS for word in words):
+            return "text"
+        return "categorical"
+    return "other"
+
+
+@lru_cache(maxsize=64)
+def _patterns(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    compiled = []
+    for pattern in patterns:
+        try:
+            compiled.append(re.compile(pattern, re.IGNORECASE))
+        except re.error as exc:
+            raise ConfigError(f"sample_values.sensitive_patterns: {pattern!r} is not a valid regex ({exc}); "
+                              f"fix or remove it") from None
+    return tuple(compiled)
+
+
+def is_sensitive(column_name: str, native_type: str, policy: SamplePolicy, *, dialect: str = "") -> str | None:
+    """Why a column must not be sampled (``sensitive-name``, ``binary``, ``sensitive-type``), or None."""
+    if any(pattern.search(column_name) for pattern in _patterns(tuple(policy.sensitive_patterns))):
+        return "sensitive-name"
+    normalized = normalize_type(native_type, dialect)
+    if normalized == "binary":
+        return "binary"
+    base = _split(" ".join(native_type.strip().upper().split()))[0]
+    if normalized in ("json", "array") or base in _UNSAMPLEABLE:
+        return "sensitive-type"
+    return None
+
+
+def schema_selected(schema: str, schemas: SchemaFilter) -> bool:
+    """Include globs (empty = all) then exclude globs; case-insensitive (Snowflake upper-cases names)."""
+    name = schema.lower()
+    if schemas.include and not any(fnmatch.fnmatchcase(name, glob.lower()) for glob in schemas.include):
+        return False
+    return not any(fnmatch.fnmatchcase(name, glob.lower()) for glob in schemas.exclude)
+
+
+def build_column(name: str, ordinal: int, native: str, dialect: str, *, nullable: bool = True,
+                 default: str | None = None, primary_key: bool = False, is_fk: bool = False,
+                 comment: str | None = None, normalized: NormalizedType | None = None) -> Column:
+    kind = normalized or normalize_type(native, dialect)
+    return Column(name=name, ordinal=ordinal, nativeType=native, normalizedType=kind,
+                  dimensionType=dimension_type(kind, name, primary_key, is_fk, native=native), nullable=nullable,
+                  default=default, primaryKey=primary_key, comment=comment or None)
+
+
+def quote(identifier: str) -> str:
+    """Double-quoted identifier (SQLite, DuckDB, PostgreSQL; transpiled for the warehouses)."""
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+# ---- sampling -------------------------------------------------------------------------------------------------
+
+
+def plan_sample(table: Table, policy: SamplePolicy, dialect: str) -> tuple[list[Column], list[ColumnSample]]:
+    """Split a table's columns into those to sample and skipped samples (with the reason)."""
+    sampled: list[Column] = []
+    skipped: list[ColumnSample] = []
+    for column in table.columns:
+        reason = is_sensitive(column.name, column.native_type, policy, dialect=dialect)
+        if reason is None:
+            sampled.append(column)
+        else:
+            skipped.append(ColumnSample(db=table.db, table=table.name, column=column.name, skipped=reason))
+    return sampled, skipped
+
+
+def sample_sql(source: str, columns: Sequence[Column], policy: SamplePolicy, *, sample_clause: str = "",
+               limit: bool = True, materialized: bool = True) -> str:
+    """One query for one table: rows ``(col, v, n, d, z, t)`` = column index, value as text, its count,
+    distinct non-null values, nulls, sampled rows. Text-like values are grouped on their first
+    max_text_length + 1 characters (enough to tell that a value was cut); numbers, dates and
+    booleans are never cut."""
+    picks = ", ".join(f"CAST({quote(column.name)} AS TEXT) AS c{i}" for i, column in enumerate(columns))
+    rows = f" LIMIT {policy.sample_rows}" if limit else ""
+    keep = max(policy.max_values, 1)
+    width = policy.max_text_length + 1
+
+    def value(i: int, column: Column) -> str:
+        return f"SUBSTR(c{i}, 1, {width})" if column.normalized_type in _TEXT_LIKE else f"c{i}"
+
+    branches = [
+        f"SELECT {i} AS col, v, n, d, z, t FROM ("
+        f"SELECT v, n, COUNT(v) OVER () AS d, "
+        f"CAST(SUM(CASE WHEN v IS NULL THEN n ELSE 0 END) OVER () AS BIGINT) AS z, "
+        f"CAST(SUM(n) OVER () AS BIGINT) AS t, "
+        f"ROW_NUMBER() OVER (ORDER BY CASE WHEN v IS NULL THEN 1 ELSE 0 END, n DESC, v) AS rk "
+        f"FROM (SELECT {value(i, column)} AS v, COUNT(*) AS n FROM s GROUP BY 1) AS g{i}"
+        f") AS r{i} WHERE rk <= {keep}"
+        for i, column in enumerate(columns)
+    ]
+    cte = "AS MATERIALIZED" if materialized else "AS"
+    return f"WITH s {cte} (SELECT {picks} FROM {source}{sample_clause}{rows})\n" + "\nUNION ALL\n".join(branches)
+
+
+def sample_percent(table: Table, policy: SamplePolicy) -> float | None:
+    """Block sampling only pays on tables far larger than the sample (small ones: LIMIT reads little,
+    and page sampling of a few pages is all-or-nothing): twice the wanted share, LIMIT keeps the rest."""
+    rows = table.estimated_rows
+    if table.kind not in ("table", "materialized_view") or not rows or rows <= 10 * policy.sample_rows:
+        return None
+    return 200.0 * policy.sample_rows / rows
+
+
+def _restore(text: str, normalized: NormalizedType, max_length: int) -> str | int | float | bool:
+    """The text a sample query returns -> the value in its own type; long text cut with an ellipsis."""
+    if normalized in _TEXT_LIKE:
+        return text[:max_length] + "…" if len(text) > max_length else text
+    try:
+        if normalized == "integer":
+            return int(text)
+        if normalized == "number":
+            return float(text)
+    except ValueError:
+        return text  # SQLite stores whatever it is given
+    if normalized == "boolean" and text.lower() in ("true", "t", "1", "false", "f", "0"):
+        return text.lower() in ("true", "t", "1")
+    return text
+
+
+def read_sample(table: Table, columns: Sequence[Column], rows: Iterable[Sequence[Any]],
+                policy: SamplePolicy) -> list[ColumnSample]:
+    """Turn ``sample_sql`` rows into one ColumnSample per sampled column (in column order)."""
+    found: dict[int, dict[str, Any]] = {}
+    for col, value, count, distinct, nulls, total in rows:
+        entry = found.setdefault(int(col), {"values": [], "counts": [], "distinct": int(distinct),
+                                            "nulls": int(nulls), "total": int(total)})
+        if value is not None and len(entry["values"]) < policy.max_values:
+            normalized = columns[int(col)].normalized_type
+            entry["values"].append(_restore(str(value), normalized, policy.max_text_length))
+            entry["counts"].append(int(count))
+    samples = []
+    for i, column in enumerate(columns):
+        entry = found.get(i, {"values": [], "counts": [], "distinct": 0, "nulls": 0, "total": 0})
+        samples.append(ColumnSample(db=table.db, table=table.name, column=column.name, values=tuple(entry["values"]),
+                                    frequencies=tuple(entry["counts"]), distinct=entry["distinct"],
+                                    nulls=entry["nulls"], sampledRows=entry["total"]))
+    return samples
+
+
+SampleRunner = Callable[[Table, list[Column]], Iterable[Sequence[Any]]]
+
+
+def sample_tables(tables: Sequence[Table], policy: SamplePolicy, dialect: str, run: SampleRunner,
+                  ) -> list[ColumnSample]:
+    """Sample each table with one ``run(table, columns)`` query; samples come back in column order.
+
+    A table whose query times out or fails gets ``skipped="timeout"``/``"error"`` samples and the
+    others go on; a lost connection (``connection_failed``) stops everything.
+    """
+    if not policy.enabled:
+        return []
+    samples: list[ColumnSample] = []
+    for table in tables:
+        columns, found = plan_sample(table, policy, dialect)
+        if columns:
+            try:
+                found += read_sample(table, columns, run(table, columns), policy)
+            except KhiveError as exc:
+                if exc.code in ("connection_failed", "driver_unavailable"):
+                    raise
+                reason = "timeout" if exc.code == "statement_timeout" else "error"
+                found += [ColumnSample(db=table.db, table=table.name, column=c.name, skipped=reason) for c in columns]
+        position = {column.name: i for i, column in enumerate(table.columns)}
+        samples.extend(sorted(found, key=lambda sample: position[sample.column]))
+    return samples
+
+
+# ---- query results -------------------------------------------------------------------------------------------
+
+
+def query_result(columns: list[dict[str, str]], rows: Sequence[Sequence[Any]], limit: int, started: float,
+                 notes: list[str] | None = None) -> QueryResult:
+    """``rows`` holds at most limit + 1 rows; the extra one only says there were more."""
+    kept = [list(row) for row in rows[:limit]]
+    return QueryResult(columns=columns, rows=kept, truncated=len(rows) > limit, row_count=len(kept),
+                       elapsed_ms=round((time.perf_counter() - started) * 1000, 3), notes=notes or [])
+
+
+# ---- warehouses reached through a runner (BigQuery, Snowflake) -----------------------------------------------
+
+Runner = Callable[[str], list[dict[str, Any]]]
+_VALUE_TYPES: dict[type, str] = {bool: "BOOLEAN", int: "INTEGER", float: "FLOAT", str: "STRING", bytes: "BYTES"}
+
+
+class WarehouseDriver:
+    """Shared by drivers whose SQL runs through an injected ``runner(sql) -> rows as dicts``.
+
+    Subclasses provide ``catalog_queries``/``parse_catalog``; the client library (google-cloud-bigquery,
+    snowflake-connector-python) lives in the runner, built by a composition root. Without one every
+    call raises ``driver_unavailable``. Read-only and timeouts belong to the warehouse role and the
+    runner's job settings: a warehouse has no read-only session this driver could switch on.
+    """
+
+    name = "warehouse"
+    dialect = "postgres"
+    client_library = ""
+
+    def __init__(self, connection: str, config: ConnectionConfig, secrets: dict[str, str],
+                 runner: Runner | None = None):
+        self.connection = connection
+        self.config = config
+        self.secrets = secrets
+        self.runner = runner
+
+    def _run(self, sql: str) -> list[dict[str, Any]]:
+        if self.runner is None:
+            raise KhiveError(f"connection {self.connection!r}: the {self.name} driver needs {self.client_library}, "
+                             f"which is not installed here (pip install {self.client_library})",
+                             code="driver_unavailable", details={"connection": self.connection, "driver": self.name})
+        return self.runner(sql)
+
+    def close(self) -> None:
+        self.runner = None
+
+    def sample_query(self, table: Table, columns: Sequence[Column]) -> str:
+        """The sampling query (written for PostgreSQL, transpiled to the warehouse dialect by sqlglot)."""
+        policy = self.config.sample_values
+        percent = sample_percent(table, policy)
+        clause = "" if percent is None else f" TABLESAMPLE SYSTEM ({percent:.6f})"
+        source = ".".join(quote(part) for part in (table.catalog, table.db, table.name) if part)
+        sql = sample_sql(source, columns, policy, sample_clause=clause, materialized=False)
+        return sqlglot.transpile(sql, read="postgres", write=self.dialect)[0]
+
+    def sample(self, tables: Sequence[Table]) -> list[ColumnSample]:
+        def run(table: Table, columns: list[Column]) -> list[tuple[Any, ...]]:
+            return [tuple(row.values()) for row in self._run(self.sample_query(table, columns))]
+
+        return sample_tables(tables, self.config.sample_values, self.dialect, run)
+
+    def execute(self, sql: str, *, limit: int, timeout_s: float) -> QueryResult:
+        started = time.perf_counter()
+        records = self._run(sql)[: limit + 1]
+        names = list(records[0]) if records else []
+        rows = [[record.get(name) for name in names] for record in records]
+        columns = [{"name": name, "type": next((_VALUE_TYPES.get(type(row[i]), type(row[i]).__name__.upper())
+                                                for row in rows if row[i] is not None), "NULL")}
+                   for i, name in enumerate(names)]
+        return query_result(columns, rows, limit, started,
+                            notes=[f"timeout {timeout_s:g}s and read-only are enforced by the {self.name} role "
+                                   f"and the runner's job settings"])

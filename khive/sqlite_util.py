@@ -1,0 +1,35 @@
+"""Open a SQLite database in WAL mode safely when several processes start at once."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+_RETRY_SECONDS = 30.0
+
+
+def open_wal(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
+    """A connection with WAL, synchronous=NORMAL and a busy timeout.
+
+    Switching a fresh file to WAL needs an exclusive lock and SQLite does not wait for it through
+    the busy handler, so two processes opening the same new file can see "database is locked";
+    WAL is persistent, so we only switch when needed and retry briefly.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=timeout)
+    db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+    deadline = time.monotonic() + _RETRY_SECONDS
+    while True:
+        try:
+            mode = db.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                db.close()
+                raise
+            time.sleep(0.02)
+    db.execute("PRAGMA synchronous=NORMAL")
+    return db
