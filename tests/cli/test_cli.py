@@ -100,3 +100,21 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "permission_denied" in result.stdout and '"pong": true' in result.stdout
     assert (tmp_path / "demo" / ".khive" / "audit.sqlite").is_file()
+
+
+def test_scan_command_scans_a_connection(project: Path) -> None:
+    import sqlite3
+
+    db = sqlite3.connect(project / "tiny.sqlite")
+    db.executescript("CREATE TABLE t (id INTEGER PRIMARY KEY, label TEXT); INSERT INTO t VALUES (1, 'a');")
+    db.close()
+    config = project / "khive.yaml"
+    config.write_text(config.read_text().replace(
+        "connections: {}", "connections:\n  tiny:\n    driver: sqlite\n    path: tiny.sqlite\n"))
+    result = khive("scan", "tiny", cwd=project)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)["results"][0]["result"]
+    assert report["counts"]["tables"] == 1 and report["diffSummary"]["tables"]["added"] == ["main.t"]
+    assert (project / "_schema/tiny/tiny.main.yaml").is_file()
+    missing = khive("scan", "nope", cwd=project)
+    assert missing.returncode == 1 and "connection_not_found" in missing.stdout
