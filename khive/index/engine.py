@@ -305,7 +305,8 @@ class RetrievalIndex:
             semantic: list[tuple[int, float]] = []
             if vector and self.embedder is not None:
                 semantic = search_mod.vector_search(self.db, self._vectors(), self.embedder, query,
-                                                    kinds=kinds, connection=connection, where=where, limit=limit * 3)
+                                                    kinds=kinds, connection=connection, where=where, limit=limit * 3,
+                                                    floor=self.embedder.min_similarity)
             floor = self.embedder.min_similarity if self.embedder is not None else 0.0
             return search_mod.fuse(self.db, lexical, semantic, limit=limit, min_similarity=floor,
                                    query=query if snippets else "")

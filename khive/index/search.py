@@ -108,8 +108,9 @@ def snippets_by_id(db: sqlite3.Connection, query: str, ids: Sequence[str]) -> di
 
 def vector_search(db: sqlite3.Connection, vectors: tuple[np.ndarray[Any, Any], list[int]], embedder: Embedder,
                   query: str, *, kinds: Sequence[str] | None = None, connection: str | None = None,
-                  where: Mapping[str, Any] | None = None, limit: int = 20) -> list[tuple[int, float]]:
-    """(rowid, cosine) best first; a plain scan of the in-memory matrix (exact, fast to ~1e5 rows)."""
+                  where: Mapping[str, Any] | None = None, limit: int = 20, floor: float = 0.0
+                  ) -> list[tuple[int, float]]:
+    """(rowid, cosine >= floor) best first; a plain scan of the in-memory matrix (exact, fast to ~1e5 rows)."""
     matrix, rowids = vectors
     if not rowids:
         return []
@@ -117,7 +118,8 @@ def vector_search(db: sqlite3.Connection, vectors: tuple[np.ndarray[Any, Any], l
     if not query_vector.any():
         return []
     scores = matrix @ query_vector
-    order = np.argsort(-scores)
+    candidates = np.flatnonzero(scores >= max(floor, 1e-9))  # below the floor a vector rank never counts
+    order = candidates[np.argsort(-scores[candidates], kind="stable")]
     extra, params = _filters(kinds, connection, where)
     picked: list[tuple[int, float]] = []
     batch = max(limit * 4, 64)
