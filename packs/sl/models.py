@@ -1,0 +1,140 @@
+"""Semantic-layer sources: ``semantic-layer/<connection>/<name>.yaml``.
+
+A source is one table (or SQL) at a declared grain with typed columns (dimensions), measures,
+joins to other sources, segments (named filters), and an optional ``usage`` block that historic_sql
+fills. Descriptions are keyed by origin and resolved by priority (user > db > ai).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+ColumnType = Literal["string", "number", "time", "boolean"]
+Aggregation = Literal["sum", "count", "count_distinct", "avg", "min", "max", "median", "derived"]
+Relationship = Literal["one_to_one", "many_to_one", "one_to_many"]
+DESCRIPTION_PRIORITY = ("user", "db", "ai")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+def _name(value: str) -> str:
+    if not NAME_RE.match(value):
+        raise ValueError(f"{value!r} is not a valid name: use letters, digits and _ (e.g. order_count)")
+    return value
+
+
+class Descriptions(_Model):
+    user: str | None = None
+    db: str | None = None
+    ai: str | None = None
+
+    def resolved(self) -> str | None:
+        for origin in DESCRIPTION_PRIORITY:
+            text = getattr(self, origin)
+            if text:
+                return str(text)
+        return None
+
+
+class Column(_Model):
+    """A dimension: a column (or SQL expression) of the source that results can be grouped or filtered by."""
+
+    name: str
+    type: ColumnType = "string"
+    expr: str | None = None  # SQL over the source's columns; default: the column of the same name
+    descriptions: Descriptions = Field(default_factory=Descriptions)
+    values: list[str] = Field(default_factory=list, description="known values, hints for filters")
+
+    _check_name = field_validator("name")(classmethod(lambda cls, v: _name(v)))
+
+    @property
+    def sql(self) -> str:
+        return self.expr or self.name
+
+
+class Measure(_Model):
+    name: str
+    agg: Aggregation
+    expr: str | None = None  # SQL over columns; for agg=derived, arithmetic over other measures' names
+    description: str | None = None
+    filter: str | None = None  # SQL predicate applied before aggregating (e.g. status = 'paid')
+
+    _check_name = field_validator("name")(classmethod(lambda cls, v: _name(v)))
+
+    @model_validator(mode="after")
+    def _expr_needed(self) -> Measure:
+        if self.agg not in ("count",) and not self.expr:
+            raise ValueError(f"measure {self.name!r}: agg {self.agg} needs an expr")
+        return self
+
+
+class JoinKey(_Model):
+    from_: str = Field(alias="from")
+    to: str
+
+
+class Join(_Model):
+    to: str  # another source of the same connection
+    on: list[JoinKey] = Field(min_length=1)
+    relationship: Relationship = "many_to_one"
+
+
+class Segment(_Model):
+    name: str
+    filter: str
+    description: str | None = None
+
+    _check_name = field_validator("name")(classmethod(lambda cls, v: _name(v)))
+
+
+class Usage(_Model):
+    # camelCase: the block is written by historic_sql and keeps the payload's established names
+    narrative: str | None = None
+    frequencyTier: str | None = None
+    commonFilters: list[str] = Field(default_factory=list)
+    commonGroupBys: list[str] = Field(default_factory=list)
+    commonJoins: list[str] = Field(default_factory=list)
+    staleSince: str | None = None
+
+
+class Source(_Model):
+    name: str
+    descriptions: Descriptions = Field(default_factory=Descriptions)
+    table: str | None = None  # schema.table in the connection
+    sql: str | None = None  # or a SELECT defining the source
+    grain: list[str] = Field(default_factory=list, description="columns that identify one row")
+    columns: list[Column] = Field(default_factory=list)
+    measures: list[Measure] = Field(default_factory=list)
+    joins: list[Join] = Field(default_factory=list)
+    segments: list[Segment] = Field(default_factory=list)
+    usage: Usage | None = None
+
+    _check_name = field_validator("name")(classmethod(lambda cls, v: _name(v)))
+
+    @model_validator(mode="after")
+    def _shape(self) -> Source:
+        if (self.table is None) == (self.sql is None):
+            raise ValueError(f"source {self.name!r} needs exactly one of table: or sql:")
+        for kind, names in (("column", [c.name for c in self.columns]), ("measure", [m.name for m in self.measures]),
+                            ("segment", [s.name for s in self.segments])):
+            duplicates = sorted({n for n in names if names.count(n) > 1})
+            if duplicates:
+                raise ValueError(f"source {self.name!r} declares {kind}(s) {', '.join(duplicates)} more than once")
+        known = {c.name for c in self.columns}
+        missing = [g for g in self.grain if g not in known]
+        if missing:
+            raise ValueError(f"grain column(s) {', '.join(missing)} of source {self.name!r} are not declared "
+                             f"columns; declare them under columns:")
+        return self
+
+    def column(self, name: str) -> Column | None:
+        return next((c for c in self.columns if c.name == name), None)
+
+    def measure(self, name: str) -> Measure | None:
+        return next((m for m in self.measures if m.name == name), None)
