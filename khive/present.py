@@ -24,23 +24,37 @@ def _is_score_key(key: str | None) -> bool:
     return key is not None and (key == "score" or key.endswith(("_score", "Score")))
 
 
+_PLAIN = (int, bool)  # returned as they are: nothing to drop, round or shorten
+
+
 def _compact(value: Any, key: str | None) -> Any:
-    if isinstance(value, dict):
+    kind = type(value)
+    if kind is dict:
         out = {}
         for child_key, child in value.items():
+            if child is None or type(child) in _PLAIN:
+                if child is not None:
+                    out[child_key] = child
+                continue
             shown = _compact(child, child_key)
-            if shown is None or shown == "" or shown == [] or shown == {}:
+            if shown == "" or shown == [] or shown == {} or shown is None:
                 continue
             out[child_key] = shown
         return out
-    if isinstance(value, list):
-        return [_compact(child, None) for child in value]
-    if isinstance(value, float) and _is_score_key(key):
-        return float(f"{value:.3g}")
-    if isinstance(value, str) and len(value) >= 19 and value[4] == "-":
-        match = _TIMESTAMP_RE.match(value)
-        if match:
-            date, time, zone = match.groups()
-            suffix = "Z" if zone in ("Z", "+00:00", "-00:00") else (zone or "")
-            return f"{date}T{time}{suffix}"
+    if kind is list:
+        return [child if child is None or type(child) in _PLAIN else _compact(child, None) for child in value]
+    if kind is float:
+        return float(f"{value:.3g}") if _is_score_key(key) else value
+    if kind is str:
+        if len(value) >= 19 and value[4] == "-":
+            match = _TIMESTAMP_RE.match(value)
+            if match:
+                date, time, zone = match.groups()
+                suffix = "Z" if zone in ("Z", "+00:00", "-00:00") else (zone or "")
+                return f"{date}T{time}{suffix}"
+        return value
+    if isinstance(value, dict):  # dict subclasses (e.g. ordered maps from YAML)
+        return _compact(dict(value), key)
+    if isinstance(value, (list, tuple)):
+        return _compact(list(value), key)
     return value

@@ -300,12 +300,12 @@ class RetrievalIndex:
         if refresh:
             self.refresh()
         with self._lock:
-            lexical = search_mod.fts_search(self.db, query, kinds=kinds, connection=connection, limit=limit * 3,
+            lexical = search_mod.fts_search(self.db, query, kinds=kinds, connection=connection, limit=limit * 2,
                                             weights=weights, where=where)
             semantic: list[tuple[int, float]] = []
             if vector and self.embedder is not None:
                 semantic = search_mod.vector_search(self.db, self._vectors(), self.embedder, query,
-                                                    kinds=kinds, connection=connection, where=where, limit=limit * 3,
+                                                    kinds=kinds, connection=connection, where=where, limit=limit * 2,
                                                     floor=self.embedder.min_similarity)
             floor = self.embedder.min_similarity if self.embedder is not None else 0.0
             return search_mod.fuse(self.db, lexical, semantic, limit=limit, min_similarity=floor,
