@@ -1,1 +1,37 @@
 """The semantic layer pack: sources, search, dictionary, bootstrap, dbt import, compiled metric queries."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from khive import __version__
+from khive.hookspecs import EdgeRule, PackInfo, hookimpl
+from khive.verbs import Verb
+
+
+@hookimpl
+def khive_pack_info() -> PackInfo:
+    return PackInfo(name="sl", version=__version__, requires=("scan",),
+                    description="semantic-layer sources, search, value dictionary, bootstrap from scans")
+
+
+@hookimpl
+def khive_register_verbs() -> Sequence[Verb]:
+    from packs.sl.verbs import VERBS
+
+    return VERBS
+
+
+@hookimpl
+def khive_index_sources(runtime: Any) -> Sequence[Any]:
+    from packs.sl.index import SOURCE
+
+    return [SOURCE]
+
+
+@hookimpl
+def khive_edge_rules() -> Sequence[EdgeRule]:
+    from packs.sl.index import EDGE_RULES
+
+    return EDGE_RULES

@@ -1,0 +1,328 @@
+"""``sl.bootstrap(connection)``: one source per scanned table, from the ``_schema`` shards of the latest scan.
+
+Generated: typed columns, grain from primary keys, joins from declared foreign keys and accepted
+inferred relationships (many_to_one from child to parent, one_to_many back), a row count measure,
+sums of amount-like numeric columns, and table/column comments as ``db`` descriptions.
+
+A file that exists is merged, never overwritten: missing columns, measures and joins are added and
+``db`` descriptions refreshed; everything else (user/ai descriptions, hand-written measures, comments)
+is kept. A source that already reads a table (``table:``) is the one extended, whatever its name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import YAMLError
+from sqlglot import exp
+
+from khive.context import Context
+from khive.errors import NotFound, WriteConflict
+from packs.sl.index import known_sources
+from packs.sl.models import NAME_RE, Source
+from packs.sl.store import dump_yaml, list_sources, load_yaml, plain, source_path, to_commented
+from packs.sl.validate import Known, check_model, check_text
+
+HEADER = ("# Written by sl.bootstrap from the latest scan. Edit freely: a later bootstrap only adds missing\n"
+          "# columns, measures and joins and refreshes descriptions.db; everything else you write is kept.\n")
+TYPE_MAP = {"number": "number", "integer": "number", "timestamp": "time", "date": "time", "time": "time",
+            "boolean": "boolean"}
+AMOUNT_RE = re.compile(r"amount|total|price|revenue|cost|qty|quantity", re.IGNORECASE)
+KEY_ORDER = ("name", "descriptions", "table", "sql", "grain", "columns", "measures", "joins", "segments", "usage")
+
+
+def read_shards(files: Any, connection: str) -> dict[str, dict[str, Any]]:
+    """``db.name`` -> shard entry of every live table of the connection (read as files, not through scan)."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in files.list(f"_schema/{connection}/", suffix=".yaml"):
+        data = YAML(typ="safe").load(files.read_text(path) or "") or {}
+        for name, entry in (data.get("tables") or {}).items():
+            if isinstance(entry, dict) and not entry.get("droppedInSync"):
+                out[f"{data.get('schema')}.{name}"] = {**entry, "db": str(data.get("schema")), "name": str(name)}
+    return out
+
+
+def safe_name(text: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9_]+", "_", text).strip("_") or "x"
+    return name if NAME_RE.match(name) else f"t_{name}"
+
+
+def _free(name: str, taken: set[str]) -> str:
+    candidate, n = name, 2
+    while candidate in taken:
+        candidate, n = f"{name}_{n}", n + 1
+    taken.add(candidate)
+    return candidate
+
+
+class _Existing:
+    """The connection's source files: which table each reads, and their text."""
+
+    def __init__(self, files: Any, connection: str):
+        self.texts: dict[str, str] = {}
+        self.paths: dict[str, str] = {}
+        self.by_table: dict[str, list[str]] = {}
+        self.broken: dict[str, list[str]] = {}
+        for _, name, path in list_sources(files, connection):
+            text = files.read_text(path) or ""
+            self.texts[name], self.paths[name] = text, path
+            source, problems, data = check_model(text, path)
+            table = source.table if source else (data.get("table") if isinstance(data, Mapping) else None)
+            if source is None:
+                self.broken[name] = [str(p) for p in problems]
+            if isinstance(table, str):
+                self.by_table.setdefault(table.casefold(), []).append(name)
+
+
+def _plan_names(tables: Mapping[str, dict[str, Any]], existing: _Existing, connection: str, elsewhere: set[str],
+                skipped: list[dict[str, Any]]) -> dict[str, str]:
+    """table key -> source name: the source already reading it, else a fresh, unique name."""
+    plain_count: dict[str, int] = {}
+    for entry in tables.values():
+        plain_count[safe_name(entry["name"])] = plain_count.get(safe_name(entry["name"]), 0) + 1
+    taken = set(existing.texts) | elsewhere
+    names: dict[str, str] = {}
+    for key, entry in sorted(tables.items()):
+        base = safe_name(entry["name"])
+        covering = existing.by_table.get(key.casefold(), [])
+        if len(covering) == 1 or base in covering:
+            names[key] = base if base in covering else covering[0]
+            continue
+        if covering:
+            skipped.append({"table": key, "reason": f"read by several sources ({', '.join(sorted(covering))}); "
+                                                    "none is named after the table, so none was extended"})
+            continue
+        if base in existing.broken:
+            skipped.append({"table": key, "reason": f"{existing.paths[base]} is not a valid source; fix it, then "
+                                                    "bootstrap again"})
+            continue
+        if plain_count[base] > 1:
+            base = safe_name(f"{entry['db']}_{entry['name']}")
+        if base in elsewhere:
+            base = safe_name(f"{connection}_{base}")
+        names[key] = _free(base, taken)
+    return names
+
+
+def generate(tables: Mapping[str, dict[str, Any]], names: Mapping[str, str], dialect: str,
+             notes: list[str]) -> dict[str, dict[str, Any]]:
+    """Source name -> the source bootstrap would write for it (plain data, canonical key order)."""
+    sources: dict[str, dict[str, Any]] = {}
+    column_names: dict[str, dict[str, str]] = {}  # table key -> db column -> source column name
+    for key, name in names.items():
+        entry = tables[key]
+        columns: list[dict[str, Any]] = []
+        renamed: dict[str, str] = {}
+        taken: set[str] = set()
+        for column in entry.get("columns") or []:
+            original = str(column["name"])
+            cname = _free(safe_name(original), taken)
+            renamed[original] = cname
+            item: dict[str, Any] = {"name": cname, "type": TYPE_MAP.get(str(column.get("type")), "string")}
+            if cname != original:
+                item["expr"] = exp.column(original, quoted=True).sql(dialect)
+            if column.get("comment"):
+                item["descriptions"] = {"db": str(column["comment"])}
+            columns.append(item)
+        column_names[key] = renamed
+        data: dict[str, Any] = {"name": name}
+        if entry.get("comment"):
+            data["descriptions"] = {"db": str(entry["comment"])}
+        data["table"] = key
+        grain = [renamed[str(c["name"])] for c in entry.get("columns") or [] if c.get("primaryKey")]
+        if grain:
+            data["grain"] = grain
+        data["columns"] = columns
+        data["measures"] = _measures(name, entry, renamed, {c["name"] for c in columns})
+        sources[name] = data
+    reverse: list[tuple[str, str, list[tuple[str, str]], str]] = []
+    for child_key, rels in _relationships(tables).items():
+        for parent_key, child_cols, parent_cols in rels:
+            child, parent = names.get(child_key), names.get(parent_key)
+            if child is None or parent is None:
+                continue  # the parent is outside the scan, or its table was skipped
+            on: list[tuple[str, str]] = []
+            for c, p in zip(child_cols, parent_cols, strict=False):
+                a, b = column_names[child_key].get(c), column_names[parent_key].get(p)
+                if a is not None and b is not None:
+                    on.append((a, b))
+            if not on or len(on) != len(child_cols):
+                continue
+            one = set(sources[child].get("grain") or []) == {a for a, _ in on}
+            _add_join(sources[child], parent, on, "one_to_one" if one else "many_to_one", notes)
+            if child != parent:  # the way back, added after every source's own keys
+                reverse.append((parent, child, [(b, a) for a, b in on], "one_to_one" if one else "one_to_many"))
+    for parent, child, on, relationship in reverse:
+        _add_join(sources[parent], child, on, relationship, notes)
+    return sources
+
+
+def _measures(name: str, entry: dict[str, Any], renamed: Mapping[str, str], columns: set[str]) -> list[dict[str, Any]]:
+    taken = set(columns)
+    table = entry["name"]
+    measures = [{"name": _free(f"{name}_count", taken), "agg": "count", "description": f"Number of {table} rows"}]
+    fk_columns = {c for fk in entry.get("foreignKeys") or [] for c in fk.get("columns") or []}
+    for column in entry.get("columns") or []:
+        original = str(column["name"])
+        numeric = column.get("type") in ("number", "integer") and column.get("dimensionType") != "identifier"
+        if (not numeric or column.get("primaryKey") or original in fk_columns or original.lower().endswith("_id")
+                or not AMOUNT_RE.search(original)):
+            continue
+        cname = renamed[original]
+        measure = f"sum_{cname}" if cname.lower().startswith("total") else f"total_{cname}"
+        measures.append({"name": _free(measure, taken), "agg": "sum", "expr": cname,
+                         "description": f"Sum of {original}"})
+    return measures
+
+
+def _relationships(tables: Mapping[str, dict[str, Any]]) -> dict[str, list[tuple[str, list[str], list[str]]]]:
+    """child table key -> [(parent key, child columns, parent columns)] from FKs and accepted inferences."""
+    out: dict[str, list[tuple[str, list[str], list[str]]]] = {}
+    for key, entry in sorted(tables.items()):
+        rels = [(f"{fk['refDb']}.{fk['refTable']}", list(fk["columns"]), list(fk["refColumns"]))
+                for fk in entry.get("foreignKeys") or []]
+        rels += [(f"{rel['toDb']}.{rel['toTable']}", list(rel["fromColumns"]), list(rel["toColumns"]))
+                 for rel in entry.get("inferredRelationships") or [] if rel.get("tier", "accepted") == "accepted"]
+        seen: set[tuple[str, tuple[str, ...]]] = set()
+        for parent, child_cols, parent_cols in rels:
+            if (parent, tuple(child_cols)) not in seen:
+                seen.add((parent, tuple(child_cols)))
+                out.setdefault(key, []).append((parent, child_cols, parent_cols))
+    return out
+
+
+def _add_join(source: dict[str, Any], to: str, on: list[tuple[str, str]], relationship: str, notes: list[str]) -> None:
+    joins = source.setdefault("joins", [])
+    if any(join["to"] == to for join in joins):
+        notes.append(f"{source['name']}: a second relationship to {to} ({', '.join(a for a, _ in on)}) was not "
+                     f"added; a source joins another at most once")
+        return
+    joins.append({"to": to, "on": [{"from": a, "to": b} for a, b in on], "relationship": relationship})
+
+
+def merge(document: CommentedMap, fresh: Mapping[str, Any]) -> None:
+    """Add what ``document`` lacks from ``fresh`` and refresh ``db`` descriptions; keep everything else."""
+    _set_db(document, (fresh.get("descriptions") or {}).get("db"))
+    if not document.get("grain") and fresh.get("grain") and document.get("sql") is None:
+        _put(document, "grain", to_commented(fresh["grain"]))
+    columns = _seq(document, "columns")
+    by_name = {item.get("name"): item for item in columns if isinstance(item, CommentedMap)}
+    for column in fresh.get("columns") or []:
+        current = by_name.get(column["name"])
+        if current is None:
+            columns.append(to_commented(column))
+        else:
+            _set_db(current, (column.get("descriptions") or {}).get("db"))
+    for key, identity in (("measures", "name"), ("joins", "to")):
+        items = fresh.get(key) or []
+        if not items:
+            continue
+        seq = _seq(document, key)
+        have = {item.get(identity) for item in seq if isinstance(item, CommentedMap)}
+        seq.extend(to_commented(item) for item in items if item[identity] not in have)
+    for key in ("columns", "measures", "joins"):
+        if key in document and not document[key]:
+            del document[key]
+
+
+def _set_db(node: CommentedMap, text: str | None) -> None:
+    descriptions = node.get("descriptions")
+    if text:
+        if not isinstance(descriptions, CommentedMap):
+            descriptions = CommentedMap()
+            _put(node, "descriptions", descriptions)
+        if descriptions.get("db") != text:
+            descriptions["db"] = text
+    elif isinstance(descriptions, CommentedMap) and "db" in descriptions:
+        del descriptions["db"]
+        if not descriptions:
+            del node["descriptions"]
+
+
+def _seq(document: CommentedMap, key: str) -> CommentedSeq:
+    if not isinstance(document.get(key), CommentedSeq):
+        _put(document, key, CommentedSeq())
+    value: CommentedSeq = document[key]
+    return value
+
+
+def _put(node: CommentedMap, key: str, value: Any) -> None:
+    """Set ``key``; a new key goes after the keys that precede it in the canonical order."""
+    if key in node or key not in KEY_ORDER:
+        node[key] = value
+        return
+    before = set(KEY_ORDER[: KEY_ORDER.index(key)])
+    position = max((i + 1 for i, k in enumerate(node) if k in before), default=0)
+    node.insert(position, key, value)
+
+
+async def bootstrap_connection(ctx: Context, connection: str) -> dict[str, Any]:
+    runtime = ctx.runtime
+    dialect = runtime.connection(connection).driver
+    files = runtime.files
+    tables = read_shards(files, connection)
+    if not tables:
+        raise NotFound(f"connection {connection!r} has no scanned tables; run `khive scan {connection}` first",
+                       code="scan_missing", details={"connection": connection})
+    known = known_sources(runtime.index)
+    elsewhere = {name for name, k in known.items() if k.connection != connection}
+    existing = _Existing(files, connection)
+    skipped: list[dict[str, Any]] = []
+    notes: list[str] = []
+    names = _plan_names(tables, existing, connection, elsewhere, skipped)
+    for name, problems in existing.broken.items():
+        skipped.append({"source": name, "reason": "the file is not a valid source; fix it, then bootstrap again",
+                        "problems": problems})
+    fresh = generate(tables, names, dialect, notes)
+    planned: dict[str, tuple[str, str | None, str]] = {}  # name -> (path, old text, new text)
+    for name, data in fresh.items():
+        old = existing.texts.get(name)
+        if name in existing.broken:
+            continue
+        if old is None:
+            planned[name] = (source_path(connection, name), None, HEADER + dump_yaml(to_commented(data)))
+            continue
+        try:
+            document = load_yaml(old)
+        except YAMLError:
+            continue
+        before = plain(document)
+        merge(document, data)
+        planned[name] = (existing.paths[name], old, old if plain(document) == before else dump_yaml(document))
+    return _write_plan(ctx, connection, dialect, planned, known, tables, skipped, notes)
+
+
+def _write_plan(ctx: Context, connection: str, dialect: str, planned: dict[str, tuple[str, str | None, str]],
+                known: dict[str, Known], tables: Mapping[str, Any], skipped: list[dict[str, Any]],
+                notes: list[str]) -> dict[str, Any]:
+    context = dict(known)
+    for name, (path, _, text) in planned.items():
+        source, _, _ = check_model(text, path)
+        if isinstance(source, Source):
+            context[name] = Known.of(connection, source)
+    report: dict[str, Any] = {"connectionId": connection, "tables": len(tables), "created": [], "updated": [],
+                              "unchanged": [], "skipped": skipped, "errors": [], "notes": notes}
+    files = ctx.runtime.files
+    for _name, (path, old, text) in sorted(planned.items()):
+        if old is not None and text == old:
+            report["unchanged"].append(path)
+            continue
+        _, problems = check_text(text, path, dialect=dialect, known=context)
+        if problems:
+            report["errors"].append({"path": path, "problems": [p.to_dict() for p in problems]})
+            continue
+
+        def update(current: str | None, old: str | None = old, text: str = text, path: str = path) -> str:
+            if current != old:
+                raise WriteConflict(f"{path} changed while sl.bootstrap ran; run it again",
+                                    details={"path": path})
+            return text
+
+        files.update(path, update, author=ctx.principal, message=f"sl: bootstrap {path}")
+        report["created" if old is None else "updated"].append(path)
+    ctx.runtime.index.refresh()
+    return report
