@@ -32,6 +32,17 @@ class Document:
     embed_text: str | None = None  # what the vector lane sees; default: title, summary and body
 
 
+def dedupe_edges(edges: Sequence[Edge]) -> list[Edge]:
+    """The edges in order, each (relation, target) once."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for edge in edges:
+        if (edge.relation, edge.target) not in seen:
+            seen.add((edge.relation, edge.target))
+            out.append(edge)
+    return out
+
+
 class IndexSource(Protocol):
     """A pack's contribution: which files it owns and how a file becomes documents.
 

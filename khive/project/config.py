@@ -13,11 +13,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import MarkedYAMLError
 
 from khive.connections.config import ConnectionConfig
 from khive.errors import ConfigError
+from khive.project.yamldoc import line_of, plain
 
 CONFIG_NAME = "khive.yaml"
 STATE_DIR = ".khive"
@@ -138,11 +139,11 @@ def parse_config(text: str, path: Path) -> KhiveConfig:
         raise ConfigError(f"{path}:1: khive.yaml must be a mapping of sections",
                           details={"file": str(path), "line": 1})
     try:
-        return KhiveConfig.model_validate(_plain(data))
+        return KhiveConfig.model_validate(plain(data))
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         loc = tuple(first["loc"])
-        line = _line_of(data, loc)
+        line = line_of(data, loc)
         where = ".".join(str(part) for part in loc) or "(top level)"
         fix = _fix(first, loc)
         message = f"{path}:{line}: {where}: {first['msg']}"
@@ -165,30 +166,6 @@ def _fix(error: Mapping[str, Any], loc: tuple[Any, ...]) -> str:
     if error["type"] == "literal_error":
         return f"use one of {error.get('ctx', {}).get('expected', '')}"
     return ""
-
-
-def _line_of(data: Any, loc: tuple[Any, ...]) -> int:
-    """1-based line of the deepest node of ``loc`` that exists in the ruamel document."""
-    line = 1
-    node = data
-    for part in loc:
-        if isinstance(node, CommentedMap) and part in node:
-            line = node.lc.key(part)[0] + 1
-            node = node[part]
-        elif isinstance(node, CommentedSeq) and isinstance(part, int) and part < len(node):
-            line = node.lc.item(part)[0] + 1
-            node = node[part]
-        else:
-            break
-    return line
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    return value
 
 
 def resolve_env(reference: str, env: Mapping[str, str], *, what: str) -> str:

@@ -14,7 +14,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from khive.hookspecs import EdgeRule
-from khive.index.documents import Document, Edge, FileSource
+from khive.index.documents import Document, Edge, FileSource, dedupe_edges
 
 TABLE, COLUMN = "table", "column"
 EDGE_RULES = (
@@ -83,7 +83,7 @@ def _table_documents(connection: str, catalog: str | None, db: str, name: str, e
                   "estimatedRows": entry.get("estimatedRows"), "comment": entry.get("comment"),
                   "description": entry.get("description"), "columnCount": len(columns),
                   "frequencyTier": usage.get("frequencyTier") if isinstance(usage, dict) else None},
-        edges=_dedupe(edges),
+        edges=dedupe_edges(edges),
         embed_text=f"{words(name)} {description} {' '.join(words(str(c['name'])) for c in columns)}",
     )]
     for column in columns:
@@ -102,16 +102,6 @@ def _table_documents(connection: str, catalog: str | None, db: str, name: str, e
                       "samples": list(column.get("samples") or [])[:10]},
         ))
     return documents
-
-
-def _dedupe(edges: list[Edge]) -> list[Edge]:
-    seen: set[tuple[str, str]] = set()
-    out = []
-    for edge in edges:
-        if (edge.relation, edge.target) not in seen:
-            seen.add((edge.relation, edge.target))
-            out.append(edge)
-    return out
 
 
 SOURCE = FileSource(name="scan", roots=("_schema",), suffixes=(".yaml",), parse=shard_documents, version="2")

@@ -22,9 +22,10 @@ from sqlglot import exp
 
 from khive.context import Context
 from khive.errors import NotFound, WriteConflict
+from khive.project.yamldoc import plain
 from packs.sl.index import known_sources
 from packs.sl.models import NAME_RE, Source
-from packs.sl.store import dump_yaml, list_sources, load_yaml, plain, source_path, to_commented
+from packs.sl.store import dump_yaml, list_sources, load_yaml, source_path, to_commented
 from packs.sl.validate import Known, check_model, check_text
 
 HEADER = ("# Written by sl.bootstrap from the latest scan. Edit freely: a later bootstrap only adds missing\n"

@@ -19,8 +19,9 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import LiteralScalarString
 
+from khive.project.yamldoc import plain
 from packs.sl.models import DESCRIPTION_PRIORITY, Column, Descriptions, Join, Measure, Source
-from packs.sl.store import apply, dump_yaml, load_yaml, plain, source_data, to_commented
+from packs.sl.store import apply, dump_yaml, load_yaml, source_data, to_commented
 
 T = TypeVar("T")
 

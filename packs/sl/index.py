@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from khive.hookspecs import EdgeRule
-from khive.index.documents import Document, Edge, FileSource
+from khive.index.documents import Document, Edge, FileSource, dedupe_edges
 from packs.sl.models import Source
 from packs.sl.store import SL_ROOT, split_path
 from packs.sl.validate import Known, parse_source
@@ -95,7 +95,7 @@ def source_documents(connection: str, source: Source, path: str = "") -> list[Do
                   "segmentCount": len(source.segments), "frequencyTier": tier,
                   "columns": [c.name for c in source.columns], "measures": [m.name for m in source.measures],
                   "joins": [j.to for j in source.joins], "path": path},
-        edges=_dedupe(edges),
+        edges=dedupe_edges(edges),
         embed_text=" ".join(part for part in (words(name), description, " ".join(words(c.name) for c in source.columns),
                                               " ".join(words(m.name) for m in source.measures),
                                               usage.narrative if usage and usage.narrative else "") if part),
@@ -125,16 +125,6 @@ def source_documents(connection: str, source: Source, path: str = "") -> list[Do
             embed_text=f"{words(column.name)} {words(name)} {note}".strip(),
         ))
     return documents
-
-
-def _dedupe(edges: list[Edge]) -> list[Edge]:
-    seen: set[tuple[str, str]] = set()
-    out = []
-    for edge in edges:
-        if (edge.relation, edge.target) not in seen:
-            seen.add((edge.relation, edge.target))
-            out.append(edge)
-    return out
 
 
 def documents(path: str, text: str) -> Sequence[Document]:

@@ -16,6 +16,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from khive.project.store import FileStore
+from khive.project.yamldoc import plain
 from packs.sl.models import NAME_RE, Source
 
 SL_ROOT = "semantic-layer"
@@ -56,15 +57,6 @@ def dump_yaml(data: Any) -> str:
     stream = io.StringIO()
     _yaml().dump(data, stream)
     return stream.getvalue()
-
-
-def plain(value: Any) -> Any:
-    """Plain dicts/lists of a ruamel document (for comparisons and pydantic)."""
-    if isinstance(value, Mapping):
-        return {str(key): plain(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [plain(item) for item in value]
-    return value
 
 
 def source_data(source: Source) -> dict[str, Any]:

@@ -16,14 +16,15 @@ from typing import Any
 
 import sqlglot
 from pydantic import BaseModel, ValidationError
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import MarkedYAMLError
 from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError
 
 from khive.errors import OpError
+from khive.project.yamldoc import line_of, plain
 from packs.sl.models import Column, Descriptions, Join, JoinKey, Measure, Segment, Source, Usage
-from packs.sl.store import load_yaml, plain, split_path
+from packs.sl.store import load_yaml, split_path
 
 _NESTED: dict[str, type[BaseModel]] = {"descriptions": Descriptions, "columns": Column, "measures": Measure,
                                        "joins": Join, "on": JoinKey, "segments": Segment, "usage": Usage}
@@ -254,22 +255,6 @@ def _choose(value: str, options: Iterable[str], lead: str) -> str:
     if not shown:
         return lead.split(" or ")[0]
     return f"{lead} {', '.join(shown)}" + ("" if close or len(options) <= 8 else ", ...")
-
-
-def line_of(data: Any, loc: tuple[Any, ...]) -> int:
-    """1-based line of the deepest node of ``loc`` present in the round-trip document."""
-    line = 1
-    node = data
-    for part in loc:
-        if isinstance(node, CommentedMap) and part in node:
-            line = node.lc.key(part)[0] + 1
-            node = node[part]
-        elif isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
-            line = node.lc.item(part)[0] + 1
-            node = node[part]
-        else:
-            break
-    return line
 
 
 def _field(loc: tuple[Any, ...]) -> str:
