@@ -1,0 +1,138 @@
+"""``sl.compile`` and ``sl.query``: measures by dimensions over a connection's sources, compiled and run.
+
+Sources are read from ``semantic-layer/<connection>/*.yaml`` on every call (they are small and an
+agent may just have edited one); reading and compiling run in a worker thread, off the event loop.
+``sl.query`` runs the compiled statement exactly as ``sql.execute`` runs an agent's: the read-only
+gate, a row limit, a read-only driver session in a worker thread.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio.to_thread
+from pydantic import Field, ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from khive.connections.sqlgate import check_sql, wrap_with_limit
+from khive.context import Context
+from khive.errors import NotFound, OpError
+from khive.verbs import Params, Verb
+from packs.sl.compiler import AdHocMeasure, Compiled, CompileError, compile_query
+from packs.sl.models import Source
+
+if TYPE_CHECKING:
+    from khive.runtime import Runtime
+
+LAYER_DIR = "semantic-layer"
+Include = Literal["sql", "plan"]
+
+
+def load_sources(runtime: Runtime, connection: str) -> tuple[dict[str, Source], list[str]]:
+    """The connection's sources by name, and a note for every file that did not load (it is skipped)."""
+    runtime.connection(connection)  # unknown connection: connection_not_found
+    folder = runtime.project / LAYER_DIR / connection
+    files = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]) if folder.is_dir() else []
+    if not files:
+        raise NotFound(f"no semantic-layer sources for connection {connection!r}: write "
+                       f"{LAYER_DIR}/{connection}/<source>.yaml", code="sources_not_found",
+                       details={"connection": connection})
+    yaml = YAML(typ="safe", pure=True)
+    sources: dict[str, Source] = {}
+    problems: list[str] = []
+    for path in files:
+        shown = path.relative_to(runtime.project).as_posix()
+        try:
+            source = Source.model_validate(yaml.load(path.read_text(encoding="utf-8")))
+        except YAMLError as exc:
+            problems.append(f"{shown} skipped: not valid YAML ({str(exc).splitlines()[0]})")
+            continue
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "source"
+            problems.append(f"{shown} skipped: {where}: {first['msg']}")
+            continue
+        if source.name in sources:
+            problems.append(f"{shown} skipped: source {source.name!r} is already defined by another file")
+            continue
+        sources[source.name] = source
+    return sources, problems
+
+
+class CompileParams(Params):
+    connection: str
+    measures: list[str | AdHocMeasure] = Field(
+        min_length=1, description="source.measure names (unqualified when unique) or {name, agg, expr, source}")
+    dimensions: list[str] = Field(default_factory=list, description="source.column names to group by")
+    filters: list[str] = Field(default_factory=list, description="SQL predicates over source.column names")
+    segments: list[str] = Field(default_factory=list, description="source.segment names (named filters)")
+    time_grain: Literal["day", "week", "month", "quarter", "year"] | None = None
+    order_by: list[str] = Field(default_factory=list, description="measure or dimension names, optional ' desc'")
+    limit: int | None = Field(default=None, ge=1, description="LIMIT of the compiled query")
+    include: list[Include] = Field(default_factory=lambda: list[Include](["sql"]), description="sql and/or plan")
+
+
+def _compile(params: CompileParams, ctx: Context) -> tuple[Compiled, list[str], str]:
+    dialect = ctx.runtime.connection(params.connection).driver
+    sources, problems = load_sources(ctx.runtime, params.connection)
+    try:
+        compiled = compile_query(sources, measures=params.measures, dimensions=params.dimensions,
+                                 filters=params.filters, segments=params.segments, time_grain=params.time_grain,
+                                 order_by=params.order_by, limit=params.limit, dialect=dialect)
+    except CompileError as exc:
+        if not problems:
+            raise
+        raise CompileError(f"{exc.message} (note: {len(problems)} source file(s) did not load: {'; '.join(problems)})",
+                           code=exc.code, details={**exc.details, "skipped_files": problems}) from exc
+    return compiled, problems, dialect
+
+
+def _shaped(params: CompileParams, compiled: Compiled, problems: list[str]) -> dict[str, Any]:
+    result: dict[str, Any] = {"connectionId": params.connection}
+    if "sql" in params.include:
+        result["sql"] = compiled.sql
+    if "plan" in params.include:
+        result["plan"] = compiled.plan
+    result["notes"] = [*problems, *compiled.notes]
+    return result
+
+
+async def sl_compile(params: CompileParams, ctx: Context) -> dict[str, Any]:
+    """Compile measures by dimensions to SQL for a connection; include=["sql", "plan"] adds the join plan."""
+    compiled, problems, _ = await anyio.to_thread.run_sync(_compile, params, ctx)
+    return _shaped(params, compiled, problems)
+
+
+class QueryParams(CompileParams):
+    max_rows: int = Field(default=1000, ge=1, le=100_000, description="rows returned; more are flagged truncated")
+    timeout_s: float = Field(default=30.0, gt=0, le=600)
+
+
+async def sl_query(params: QueryParams, ctx: Context) -> dict[str, Any]:
+    """Compile measures by dimensions and run the SQL read-only; returns columns, rows, truncated and the SQL."""
+    compiled, problems, dialect = await anyio.to_thread.run_sync(_compile, params, ctx)
+    config = ctx.runtime.connection(params.connection)
+    decision = check_sql(compiled.sql, dialect, allow_functions=config.allow_functions, timeout_s=params.timeout_s)
+    if not decision.allowed:
+        raise OpError(f"refused: {decision.reason}", code="sql_refused",
+                      details={"reason": decision.reason, "statement_kind": decision.statement_kind,
+                               "gate_code": decision.code, "sql": compiled.sql})
+    wrapped = wrap_with_limit(compiled.sql, dialect, params.max_rows)
+
+    def run() -> Any:
+        driver = ctx.runtime.open_driver(params.connection)
+        try:
+            return driver.execute(wrapped, limit=params.max_rows, timeout_s=params.timeout_s)
+        finally:
+            driver.close()
+
+    result = await anyio.to_thread.run_sync(run)
+    return {**_shaped(params, compiled, problems), "columns": result.columns, "rows": result.rows,
+            "rowCount": result.row_count, "truncated": result.truncated, "elapsedMs": result.elapsed_ms}
+
+
+COMPILE_VERBS = (
+    Verb("sl.compile", CompileParams, sl_compile, sl_compile.__doc__ or ""),
+    Verb("sl.query", QueryParams, sl_query, sl_query.__doc__ or ""),
+)
