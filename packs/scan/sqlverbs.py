@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, Literal
 
-import anyio.to_thread
 from pydantic import Field
 
-from khive.connections.sqlgate import check_sql, wrap_with_limit
+from khive.connections.readonly import run_read_only
+from khive.connections.sqlgate import check_sql
 from khive.context import Context
-from khive.errors import OpError
 from khive.verbs import Params, Verb
 
 Dialect = Literal["sqlite", "duckdb", "postgres", "bigquery", "snowflake"]
@@ -25,23 +24,9 @@ class ExecuteParams(Params):
 
 async def execute(params: ExecuteParams, ctx: Context) -> dict[str, Any]:
     """Run one read-only statement (SELECT / WITH / VALUES / EXPLAIN); rows are limited and flagged truncated."""
-    config = ctx.runtime.connection(params.connection)
-    dialect = config.driver
-    decision = check_sql(params.sql, dialect, allow_functions=config.allow_functions, timeout_s=params.timeout_s)
-    if not decision.allowed:
-        raise OpError(f"refused: {decision.reason}", code="sql_refused",
-                      details={"reason": decision.reason, "statement_kind": decision.statement_kind,
-                               "gate_code": decision.code})
-    wrapped = wrap_with_limit(params.sql, dialect, params.limit)
-
-    def run() -> Any:
-        driver = ctx.runtime.open_driver(params.connection)
-        try:
-            return driver.execute(wrapped, limit=params.limit, timeout_s=params.timeout_s)
-        finally:
-            driver.close()
-
-    result = await anyio.to_thread.run_sync(run)
+    ran = await run_read_only(ctx.runtime, params.connection, params.sql, limit=params.limit,
+                              timeout_s=params.timeout_s)
+    result, wrapped, decision = ran.result, ran.sql, ran.decision
     return {"connectionId": params.connection, "columns": result.columns, "rows": result.rows,
             "rowCount": result.row_count, "truncated": result.truncated, "elapsedMs": result.elapsed_ms,
             "sql": wrapped, "tables": list(decision.tables)}

@@ -15,9 +15,9 @@ from pydantic import Field, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from khive.connections.sqlgate import check_sql, wrap_with_limit
+from khive.connections.readonly import run_read_only
 from khive.context import Context
-from khive.errors import NotFound, OpError
+from khive.errors import NotFound
 from khive.verbs import Params, Verb
 from packs.sl.compiler import AdHocMeasure, Compiled, CompileError, compile_query
 from packs.sl.models import Source
@@ -111,23 +111,10 @@ class QueryParams(CompileParams):
 
 async def sl_query(params: QueryParams, ctx: Context) -> dict[str, Any]:
     """Compile measures by dimensions and run the SQL read-only; returns columns, rows, truncated and the SQL."""
-    compiled, problems, dialect = await anyio.to_thread.run_sync(_compile, params, ctx)
-    config = ctx.runtime.connection(params.connection)
-    decision = check_sql(compiled.sql, dialect, allow_functions=config.allow_functions, timeout_s=params.timeout_s)
-    if not decision.allowed:
-        raise OpError(f"refused: {decision.reason}", code="sql_refused",
-                      details={"reason": decision.reason, "statement_kind": decision.statement_kind,
-                               "gate_code": decision.code, "sql": compiled.sql})
-    wrapped = wrap_with_limit(compiled.sql, dialect, params.max_rows)
-
-    def run() -> Any:
-        driver = ctx.runtime.open_driver(params.connection)
-        try:
-            return driver.execute(wrapped, limit=params.max_rows, timeout_s=params.timeout_s)
-        finally:
-            driver.close()
-
-    result = await anyio.to_thread.run_sync(run)
+    compiled, problems, _ = await anyio.to_thread.run_sync(_compile, params, ctx)
+    ran = await run_read_only(ctx.runtime, params.connection, compiled.sql, limit=params.max_rows,
+                              timeout_s=params.timeout_s)
+    result = ran.result
     return {**_shaped(params, compiled, problems), "columns": result.columns, "rows": result.rows,
             "rowCount": result.row_count, "truncated": result.truncated, "elapsedMs": result.elapsed_ms}
 

@@ -198,14 +198,13 @@ async def test_sql_execute_limits_and_refuses(call: Any) -> None:
 
 async def test_session_layer_refuses_a_write_past_a_disabled_parser(call: Any, project: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from khive.connections import sqlgate
-    from packs.scan import sqlverbs
+    from khive.connections import readonly, sqlgate
 
     def allow_everything(sql: str, dialect: str, **_: Any) -> Any:
         return sqlgate.GateDecision(True, "parser layer disabled by the test", "delete", "ok", (), ())
 
-    monkeypatch.setattr(sqlverbs, "check_sql", allow_everything)
-    monkeypatch.setattr(sqlverbs, "wrap_with_limit", lambda sql, dialect, limit: sql)
+    monkeypatch.setattr(readonly, "check_sql", allow_everything)
+    monkeypatch.setattr(readonly, "wrap_with_limit", lambda sql, dialect, limit: sql)
     result = await call('sql.execute(connection="shop", sql="DELETE FROM orders")')
     assert result["error"]["code"] == "read_only_violation"
     count = sqlite3.connect(project / "shop.sqlite").execute("SELECT count(*) FROM orders").fetchone()[0]
