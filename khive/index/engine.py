@@ -60,7 +60,7 @@ class RetrievalIndex:
         self._watch = watch
         self._watcher: ChangeWatcher | None = None
         self._walked = False
-        self._matrix: tuple[np.ndarray[Any, Any], list[int]] | None = None
+        self._matrix: search_mod.VectorTable | None = None
         self.generation = 0
 
     # freshness ------------------------------------------------------------------------------
@@ -319,13 +319,16 @@ class RetrievalIndex:
             if found.get(hit.id):
                 hit.snippet = found[hit.id]
 
-    def _vectors(self) -> tuple[np.ndarray[Any, Any], list[int]]:
+    def _vectors(self) -> search_mod.VectorTable:
         if self._matrix is None:
-            rows = self.db.execute("SELECT doc_rowid, vector FROM vectors ORDER BY doc_rowid").fetchall()
+            rows = self.db.execute("SELECT v.doc_rowid, v.vector, d.kind FROM vectors v JOIN docs d "
+                                   "ON d.rowid = v.doc_rowid ORDER BY v.doc_rowid").fetchall()
             dims = self.embedder.dimensions if self.embedder else 0
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dims) \
                 if rows else np.zeros((0, dims), dtype=np.float32)
-            self._matrix = (matrix, [int(r[0]) for r in rows])
+            kinds = np.array([str(r[2]) for r in rows], dtype=object)
+            kind_rows = {str(kind): np.flatnonzero(kinds == kind) for kind in set(kinds.tolist())}
+            self._matrix = search_mod.VectorTable(matrix, [int(r[0]) for r in rows], kind_rows)
         return self._matrix
 
     def close(self) -> None:

@@ -18,12 +18,22 @@ import orjson
 
 from khive.index.documents import DEFAULT_WEIGHTS, FIELDS
 from khive.index.embed import Embedder
+from khive.index.store import scope_token
 
 RRF_K = 60
 SNIPPET_TOKENS = 16
 MARK_OPEN, MARK_CLOSE = "**", "**"
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 _META_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@dataclass(frozen=True)
+class VectorTable:
+    """Every stored vector as one matrix, with each row's document rowid and kind (rebuilt on change)."""
+
+    matrix: np.ndarray[Any, Any]
+    rowids: list[int]
+    kind_rows: dict[str, np.ndarray[Any, Any]]  # kind -> row positions, so a kind filter never copies the matrix
 
 
 @dataclass
@@ -72,11 +82,24 @@ def fts_search(db: sqlite3.Connection, query: str, *, kinds: Sequence[str] | Non
     if not match:
         return []
     merged = {**DEFAULT_WEIGHTS, **(weights or {})}
-    weight_args = ", ".join(str(float(merged[name])) for name in FIELDS)
-    extra, params = _filters(kinds, connection, where)
-    sql = (f"SELECT d.rowid, bm25(docs_fts, {weight_args}) AS rank "
-           f"FROM docs_fts JOIN docs d ON d.rowid = docs_fts.rowid "
-           f"WHERE docs_fts MATCH ?{extra} ORDER BY rank LIMIT ?")
+    weight_args = ", ".join(str(float(merged[name])) for name in FIELDS) + ", 0.0"  # the scope column never scores
+    # Kind and connection are tokens of the unweighted `scope` column: intersecting with them inside FTS5
+    # (scope first) scores only those documents, where a join to `docs` would score every match first.
+    scopes = []
+    if kinds:
+        scopes.append(f"scope : ({' OR '.join(scope_token('kx', kind) for kind in kinds)})")
+    if connection is not None:
+        scopes.append(f"scope : {scope_token('cx', connection)}")
+    if scopes:
+        match = " AND ".join([*scopes, f"({match})"])
+    extra, params = _filters(None, None, where)
+    if extra:
+        sql = (f"SELECT d.rowid, bm25(docs_fts, {weight_args}) AS rank "
+               f"FROM docs_fts JOIN docs d ON d.rowid = docs_fts.rowid "
+               f"WHERE docs_fts MATCH ?{extra} ORDER BY rank LIMIT ?")
+    else:
+        sql = f"SELECT rowid, bm25(docs_fts, {weight_args}) AS rank FROM docs_fts WHERE docs_fts MATCH ? " \
+              "ORDER BY rank LIMIT ?"
     rows = db.execute(sql, (match, *params, limit)).fetchall()
     return [(int(r[0]), -float(r[1])) for r in rows]
 
@@ -106,19 +129,24 @@ def snippets_by_id(db: sqlite3.Connection, query: str, ids: Sequence[str]) -> di
     return {str(r[0]): str(r[1]) for r in db.execute(sql, (match, *ids))}
 
 
-def vector_search(db: sqlite3.Connection, vectors: tuple[np.ndarray[Any, Any], list[int]], embedder: Embedder,
+def vector_search(db: sqlite3.Connection, vectors: VectorTable, embedder: Embedder,
                   query: str, *, kinds: Sequence[str] | None = None, connection: str | None = None,
                   where: Mapping[str, Any] | None = None, limit: int = 20, floor: float = 0.0
                   ) -> list[tuple[int, float]]:
     """(rowid, cosine >= floor) best first; a plain scan of the in-memory matrix (exact, fast to ~1e5 rows)."""
-    matrix, rowids = vectors
+    rowids = vectors.rowids
     if not rowids:
         return []
     query_vector = embedder.embed([query])[0]
     if not query_vector.any():
         return []
-    scores = matrix @ query_vector
-    candidates = np.flatnonzero(scores >= max(floor, 1e-9))  # below the floor a vector rank never counts
+    scores = vectors.matrix @ query_vector  # one pass over every row beats gathering the kind's rows first
+    if kinds:
+        parts = [vectors.kind_rows[kind] for kind in kinds if kind in vectors.kind_rows]
+        rows = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    else:
+        rows = np.arange(len(rowids))
+    candidates = rows[scores[rows] >= max(floor, 1e-9)]  # below the floor a vector rank never counts
     order = candidates[np.argsort(-scores[candidates], kind="stable")]
     extra, params = _filters(kinds, connection, where)
     picked: list[tuple[int, float]] = []

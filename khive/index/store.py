@@ -16,7 +16,7 @@ import orjson
 from khive.index.documents import FIELDS, Document
 from khive.sqlite_util import open_wal
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -32,7 +32,7 @@ CREATE TABLE IF NOT EXISTS docs (
 CREATE INDEX IF NOT EXISTS docs_item ON docs (source, path);
 CREATE INDEX IF NOT EXISTS docs_kind ON docs (kind);
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5 (
-    {", ".join(FIELDS)}, tokenize = 'porter unicode61'
+    {", ".join(FIELDS)}, scope, tokenize = 'porter unicode61'
 );
 CREATE TABLE IF NOT EXISTS edges (
     source_id TEXT NOT NULL, relation TEXT NOT NULL, target_id TEXT NOT NULL, metadata TEXT NOT NULL,
@@ -43,6 +43,15 @@ CREATE TABLE IF NOT EXISTS vectors (
     doc_rowid INTEGER PRIMARY KEY, embedder TEXT NOT NULL, vector BLOB NOT NULL
 );
 """
+
+
+def scope_token(prefix: str, value: str) -> str:
+    """One token per kind or connection (``kxslsource``, ``cxwarehouse``): lets a MATCH intersect with it."""
+    return prefix + "".join(ch for ch in value.lower() if ch.isalnum())
+
+
+def scope_tokens(kind: str, connection: str | None) -> str:
+    return " ".join([scope_token("kx", kind), *([scope_token("cx", connection)] if connection else [])])
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -89,8 +98,9 @@ def insert_doc(db: sqlite3.Connection, source: str, path: str, doc: Document,
     )
     rowid = int(cursor.lastrowid or 0)
     values = [doc.fields.get(name, "") for name in FIELDS]
-    db.execute(f"INSERT INTO docs_fts (rowid, {', '.join(FIELDS)}) VALUES (?, {', '.join('?' * len(FIELDS))})",
-               (rowid, *values))
+    db.execute(f"INSERT INTO docs_fts (rowid, {', '.join(FIELDS)}, scope) "
+               f"VALUES (?, {', '.join('?' * len(FIELDS))}, ?)",
+               (rowid, *values, scope_tokens(doc.kind, doc.connection)))
     db.executemany("INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?)",
                    [(doc.id, relation, target, orjson.dumps(meta).decode()) for relation, target, meta in edges])
     return rowid

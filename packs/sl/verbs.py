@@ -17,8 +17,6 @@ from khive.verbs import Params, Verb, Visibility
 from packs.sl.bootstrap import bootstrap_connection
 from packs.sl.dictionary import dictionary_search
 from packs.sl.index import (
-    DIMENSION_KIND,
-    MEASURE_KIND,
     SOURCE_KIND,
     indexed_sources,
     known_sources,
@@ -97,18 +95,15 @@ async def search(params: SearchParams, ctx: Context) -> dict[str, Any]:
     """Search sources (names, descriptions, columns, measures, usage): score 0..1 and a snippet with **marks**."""
     index = ctx.runtime.index
     hits = index.search(params.query, kinds=[SOURCE_KIND], connection=params.connection, limit=params.limit)
-    members = index.search(params.query, kinds=[MEASURE_KIND, DIMENSION_KIND], connection=params.connection,
-                           limit=params.limit * 5, refresh=False, snippets=False)
     asked = {_stem(word) for word in words(params.query).split()}
-    matched: dict[str, list[str]] = {}
-    for member in members:
-        meta = member.metadata
-        own = {_stem(word) for word in words(f"{meta['name']} {meta.get('description') or ''}").split()}
-        if "fts" in member.lanes and asked & own:  # its own words matched, not just its source's name
-            matched.setdefault(meta["source"], []).append(meta["name"])
-    return {"hits": [{**_summary(hit.metadata), "score": hit.score, "snippet": hit.snippet,
-                      "matches": matched.get(hit.metadata["name"], [])} for hit in hits],
-            "count": len(hits)}
+    results = []
+    for hit in hits:
+        meta = hit.metadata
+        # Which of the source's own measures and columns the question names (from the hit: no second search).
+        matches = [name for name in [*meta.get("measures", []), *meta.get("columns", [])]
+                   if asked & {_stem(word) for word in words(name).split()}]
+        results.append({**_summary(meta), "score": hit.score, "snippet": hit.snippet, "matches": matches})
+    return {"hits": results, "count": len(results)}
 
 
 def _stem(word: str) -> str:
