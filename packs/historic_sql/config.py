@@ -1,0 +1,84 @@
+"""The ``historicSql:`` block of a connection: window, thresholds, noise filters and redaction.
+
+Keys are camelCase, like the records in ``models.py`` (the block sits in khive.yaml beside other
+tools' settings that already use these names). Every regex is compiled at validation time, so a
+bad pattern is a config error that names the key, never a failure halfway through a read.
+
+Service-account rules are evaluated in order and the first rule whose pattern matches the user
+decides (like firewall rules): ``exclude`` drops that user's executions before aggregation,
+``mark-only`` keeps them and marks the template ``service-account``, ``include`` keeps them
+unmarked (an exception to a broader rule further down). Patterns match anywhere in the user name,
+case-insensitively. Orchestrator modes use the same three words per tool: ``exclude`` drops the
+templates the tool issued, ``mark-only`` keeps them with the tool's marker, ``include`` keeps them
+unmarked.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+FilterMode = Literal["exclude", "include", "mark-only"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _compiles(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"not a valid regular expression ({exc}): {pattern!r}") from None
+    return pattern
+
+
+class ServiceAccountRule(_Model):
+    pattern: str = Field(description="regex searched in the user name, case-insensitively")
+    mode: FilterMode = "exclude"
+
+    @field_validator("pattern")
+    @classmethod
+    def _pattern(cls, value: str) -> str:
+        return _compiles(value)
+
+
+class OrchestratorModes(_Model):
+    """What to do with queries each tool issued, recognised by the tool's comment or naming convention."""
+
+    dbt: FilterMode = "mark-only"
+    looker: FilterMode = "mark-only"
+    metabase: FilterMode = "mark-only"
+    redash: FilterMode = "mark-only"
+    hex: FilterMode = "mark-only"
+    tableau: FilterMode = "mark-only"
+
+    def modes(self) -> dict[str, FilterMode]:
+        return {"dbt": self.dbt, "looker": self.looker, "metabase": self.metabase, "redash": self.redash,
+                "hex": self.hex, "tableau": self.tableau}
+
+
+class HistoricSqlFilters(_Model):
+    serviceAccounts: list[ServiceAccountRule] = Field(default_factory=list)
+    orchestrators: OrchestratorModes = Field(default_factory=OrchestratorModes)
+    maxErrorRate: float = Field(default=0.5, ge=0, le=1,
+                                description="templates failing more often than this are dropped")
+    dropTrivialProbes: bool = Field(default=True, description="SELECT 1, SELECT version(): queries touching no table")
+
+
+class HistoricSqlConfig(_Model):
+    enabled: bool = Field(default=False, description="reading query history needs privileges: opt in")
+    windowDays: int = Field(default=90, ge=1, le=3650)
+    minExecutions: int = Field(default=5, ge=1)
+    concurrency: int = Field(default=12, ge=1, le=64)
+    filters: HistoricSqlFilters = Field(default_factory=HistoricSqlFilters)
+    redactionPatterns: list[str] = Field(default_factory=list,
+                                         description="regexes replaced in stored SQL, case-insensitively")
+    staleArchiveAfterDays: int = Field(default=90, ge=1)
+
+    @field_validator("redactionPatterns")
+    @classmethod
+    def _redaction(cls, value: list[str]) -> list[str]:
+        return [_compiles(pattern) for pattern in value]

@@ -1,0 +1,180 @@
+"""Batch parse: every template of a run through ``analyze`` in one process pool, with a cross-run cache.
+
+Pool. The batch is sorted by template id and cut into chunks; each chunk is one task, so a worker pays
+one IPC round trip per chunk, never per query. Workers come from the ``forkserver`` start method
+(``spawn`` where there is none), preloaded with sqlglot, and receive the catalog once through the pool
+initializer. ``max_workers`` is the configured concurrency or ``os.cpu_count()``. Below
+``pool_threshold`` templates (default 500) the batch is parsed in-process: starting workers costs more
+than it saves. Pool and in-process runs give identical results (``analyze`` is a pure function of the
+SQL, the dialect, the catalog and the search path).
+
+Cache (``.khive/historic-sql-cache.sqlite``, derived state: delete it any time). One row per
+``(connection, template id)`` holding the parse result, the hash of the SQL text it came from and a
+*context* key: the catalog fingerprint (tables and their columns from the latest scan), the search
+path, the analyzer version and the sqlglot version. A template is served from the cache when its id,
+SQL hash and the context all match, so a rerun on unchanged input parses nothing, and a template whose
+text changed under the same id is parsed again. A scan that changes any table or column changes the
+context: the next run parses everything once more (resolution depends on the catalog) and drops the
+rows of the old context. Parse failures are cached too: they are deterministic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import math
+import multiprocessing
+import os
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from khive.sqlite_util import open_wal
+from packs.historic_sql.analyze import analyze
+from packs.historic_sql.catalog import Catalog
+from packs.historic_sql.models import AggregatedTemplate
+from packs.historic_sql.parsed import ParsedTemplate
+
+ANALYZER_VERSION = "1"  # bump whenever analyze.py changes what it extracts
+POOL_THRESHOLD = 500
+CHUNKS_PER_WORKER = 8
+MAX_CHUNK = 1000
+CACHE_FILE = "historic-sql-cache.sqlite"
+SQLGLOT_VERSION = importlib.metadata.version("sqlglot")
+
+Item = tuple[str, str, str]  # (template id, SQL, dialect)
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    parsed: dict[str, ParsedTemplate]
+    warnings: tuple[str, ...]  # parse_failed:<templateId>, sorted
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+class ParseCache:
+    """Parse results by template id across runs; see the module docstring."""
+
+    def __init__(self, path: Path, connection: str) -> None:
+        self.path = path
+        self.connection = connection
+        self.db = open_wal(path)
+        self.db.execute("CREATE TABLE IF NOT EXISTS parsed (connection TEXT NOT NULL, template_id TEXT NOT NULL, "
+                        "sql_hash TEXT NOT NULL, context TEXT NOT NULL, payload BLOB NOT NULL, "
+                        "PRIMARY KEY (connection, template_id))")
+
+    @classmethod
+    def for_project(cls, project: Path, connection: str) -> ParseCache:
+        return cls(project / ".khive" / CACHE_FILE, connection)
+
+    def load(self, context: str) -> dict[str, tuple[str, bytes]]:
+        rows = self.db.execute("SELECT template_id, sql_hash, payload FROM parsed WHERE connection = ? AND context = ?",
+                               (self.connection, context))
+        return {template_id: (sql_hash, payload) for template_id, sql_hash, payload in rows}
+
+    def store(self, context: str, rows: Iterable[tuple[str, str, bytes]]) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("DELETE FROM parsed WHERE connection = ? AND context != ?", (self.connection, context))
+            self.db.executemany("INSERT OR REPLACE INTO parsed VALUES (?, ?, ?, ?, ?)",
+                                ((self.connection, tid, sql_hash, context, payload) for tid, sql_hash, payload in rows))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def cache_context(catalog: Catalog, search_path: Sequence[str]) -> str:
+    key = orjson.dumps([catalog.fingerprint, list(search_path), ANALYZER_VERSION, SQLGLOT_VERSION])
+    return hashlib.sha256(key).hexdigest()[:24]
+
+
+def sql_hash(sql: str, dialect: str) -> str:
+    return hashlib.blake2b(f"{dialect}\0{sql}".encode(), digest_size=16).hexdigest()
+
+
+def parse_batch(templates: Sequence[AggregatedTemplate] | Sequence[Item], catalog: Catalog, *,
+                search_path: Sequence[str] = (), concurrency: int | None = None,
+                pool_threshold: int = POOL_THRESHOLD, cache: ParseCache | None = None) -> BatchResult:
+    """Parse every template; failures become ``parse_failed:<id>`` warnings, never exceptions."""
+    items = sorted({item[0]: item for item in (_item(t) for t in templates)}.values())
+    context = cache_context(catalog, search_path)
+    cached = cache.load(context) if cache is not None else {}
+    parsed: dict[str, ParsedTemplate] = {}
+    hashes: dict[str, str] = {}
+    todo: list[Item] = []
+    for item in items:
+        digest = hashes[item[0]] = sql_hash(item[1], item[2])
+        hit = cached.get(item[0])
+        if hit is not None and hit[0] == digest:
+            parsed[item[0]] = ParsedTemplate.from_json(orjson.loads(hit[1]))
+        else:
+            todo.append(item)
+    workers = max(1, concurrency or os.cpu_count() or 1)
+    use_pool = workers > 1 and len(todo) >= pool_threshold
+    started = time.process_time()
+    if use_pool:
+        fresh, cpu = _run_pool(todo, catalog, search_path, workers)
+    else:
+        fresh = _run_chunk(todo, catalog, search_path)
+        cpu = time.process_time() - started
+    for row in fresh:
+        parsed[row[0]] = ParsedTemplate.from_json(row)
+    if cache is not None and fresh:
+        cache.store(context, ((row[0], hashes[row[0]], orjson.dumps(row)) for row in fresh))
+    warnings = tuple(f"parse_failed:{tid}" for tid in sorted(parsed) if parsed[tid].error is not None)
+    stats = {"templates": len(items), "cached": len(items) - len(todo), "parsed": len(todo),
+             "failed": len(warnings), "workers": workers if use_pool else 1, "parseCpuMs": round(cpu * 1000)}
+    return BatchResult(parsed, warnings, stats)
+
+
+def _item(template: AggregatedTemplate | Item) -> Item:
+    if isinstance(template, AggregatedTemplate):
+        return (template.templateId, template.canonicalSql, template.dialect)
+    return template
+
+
+# -- workers -------------------------------------------------------------------------------------------
+_WORKER: tuple[Catalog, tuple[str, ...]] | None = None
+
+
+def _init_worker(catalog: Catalog, search_path: tuple[str, ...]) -> None:
+    global _WORKER
+    _WORKER = (catalog, search_path)
+
+
+def _parse_chunk(chunk: list[Item]) -> tuple[list[list[Any]], float]:
+    assert _WORKER is not None, "pool worker started without its initializer"
+    started = time.process_time()
+    rows = _run_chunk(chunk, *_WORKER)
+    return rows, time.process_time() - started
+
+
+def _run_chunk(chunk: Sequence[Item], catalog: Catalog, search_path: Sequence[str]) -> list[list[Any]]:
+    return [analyze(tid, sql, dialect, catalog, search_path).to_json() for tid, sql, dialect in chunk]
+
+
+def _run_pool(items: list[Item], catalog: Catalog, search_path: Sequence[str], workers: int
+              ) -> tuple[list[list[Any]], float]:
+    size = min(MAX_CHUNK, max(1, math.ceil(len(items) / (workers * CHUNKS_PER_WORKER))))
+    chunks = [items[i:i + size] for i in range(0, len(items), size)]
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if context.get_start_method() == "forkserver":
+        context.set_forkserver_preload(["packs.historic_sql.analyze"])
+    out: list[list[Any]] = []
+    cpu = 0.0
+    with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=context,
+                             initializer=_init_worker, initargs=(catalog, tuple(search_path))) as pool:
+        for rows, seconds in pool.map(_parse_chunk, chunks):
+            out.extend(rows)
+            cpu += seconds
+    return out, cpu

@@ -1,0 +1,126 @@
+"""Snowflake: ``SNOWFLAKE.ACCOUNT_USAGE.QUERY_HISTORY`` aggregated in Snowflake, run by an injected runner.
+
+The runner (``runner(sql) -> rows as dicts``, a DictCursor's upper-case keys are fine) belongs to
+the composition root, which owns snowflake-connector-python and credentials. Executions are
+finished queries (``execution_status`` SUCCESS, FAIL or INCIDENT) whose ``query_type`` reads
+tables, started within ``windowDays``, that are not the SYSTEM user's, not statements the
+client driver generated (``is_client_generated_statement``) and not reads of ACCOUNT_USAGE or
+INFORMATION_SCHEMA. Templates are keyed by ``query_parameterized_hash`` (literals compared with
+=, !=, <=, >= blanked; falls back to ``query_hash`` where NULL) and re-keyed by khive's template
+id when the rows are read, which also merges what Snowflake keeps apart (IN lists of different
+lengths). Accounts without those columns (behaviour bundle 2023_06) get a rerun keyed by the
+text's MD5 and an info finding.
+
+Per template: ``total_elapsed_time`` (ms, queueing and compilation included) with
+``APPROX_PERCENTILE`` p50/p95, failures are anything but SUCCESS, rows are ``rows_produced``.
+Reading the view needs IMPORTED PRIVILEGES on the SNOWFLAKE database (or the GOVERNANCE_VIEWER
+database role); ACCOUNT_USAGE lags up to 45 minutes and keeps 365 days.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlglot import exp
+
+from packs.historic_sql.config import HistoricSqlConfig
+from packs.historic_sql.models import ProbeFinding
+from packs.historic_sql.normalize import Normalizer
+from packs.historic_sql.readers._common import ReaderResult, error, finish, info, warning
+from packs.historic_sql.readers._warehouse import (
+    MAX_TEMPLATES,
+    STATEMENT_TYPES,
+    Runner,
+    WarehouseSpec,
+    templates_from_rows,
+)
+from packs.historic_sql.readers._warehouse import aggregation_sql as _aggregation_sql
+
+RETENTION_DAYS = 365
+PARAMETERIZED_KEY = "COALESCE(query_parameterized_hash, query_hash)"
+TEXT_KEY = "MD5(query_text)"
+_QUERY_TYPES = (*STATEMENT_TYPES, "MULTI_TABLE_INSERT")
+
+
+def _regex_match(column: exp.Expr, pattern: str) -> exp.Expr:
+    # REGEXP_LIKE is anchored at both ends in Snowflake; REGEXP_INSTR finds the pattern anywhere
+    found = exp.func("REGEXP_INSTR", column, exp.Literal.string(pattern), exp.Literal.number(1),
+                     exp.Literal.number(1), exp.Literal.number(0), exp.Literal.string("i"), dialect="snowflake")
+    return exp.GT(this=found, expression=exp.Literal.number(0))
+
+
+def spec(config: HistoricSqlConfig, *, key: str = PARAMETERIZED_KEY) -> WarehouseSpec:
+    source = exp.Table(this=exp.to_identifier("QUERY_HISTORY"), db=exp.to_identifier("ACCOUNT_USAGE"),
+                       catalog=exp.to_identifier("SNOWFLAKE"))
+    types = ", ".join(f"'{kind}'" for kind in _QUERY_TYPES)
+    return WarehouseSpec(
+        dialect="snowflake",
+        source=source,
+        columns={
+            "template_key": key,
+            "query_text": "query_text",
+            "user_name": "user_name",
+            "executed_at": "start_time",
+            "elapsed_ms": "total_elapsed_time",
+            "failed": "execution_status <> 'SUCCESS'",
+            "rows_produced": "rows_produced",
+        },
+        conditions=(
+            f"start_time >= DATEADD(DAY, -{int(config.windowDays)}, CURRENT_TIMESTAMP())",
+            f"query_type IN ({types})",
+            "execution_status IN ('SUCCESS', 'FAIL', 'INCIDENT')",
+            "query_text IS NOT NULL",
+            "user_name <> 'SYSTEM'",
+            "NOT COALESCE(is_client_generated_statement, FALSE)",
+            "NOT query_text ILIKE '%ACCOUNT_USAGE.%'",
+            "NOT query_text ILIKE '%INFORMATION_SCHEMA.%'",
+        ),
+        user_column="user_name",
+        regex_match=_regex_match,
+        percentile=lambda column, fraction: f"APPROX_PERCENTILE({column}, {fraction})",
+        count_if="COUNT_IF",
+        top_users="ARRAY_AGG(user_name) WITHIN GROUP (ORDER BY n DESC, user_name)",
+    )
+
+
+def aggregation_sql(config: HistoricSqlConfig, *, key: str = PARAMETERIZED_KEY,
+                    max_templates: int = MAX_TEMPLATES) -> str:
+    """The query this reader runs (Snowflake SQL); ``key=TEXT_KEY`` is the fallback without hash columns."""
+    return _aggregation_sql(spec(config, key=key), config, max_templates=max_templates)
+
+
+def read_snowflake(runner: Runner, config: HistoricSqlConfig, *, now: datetime | None = None,
+                   max_templates: int = MAX_TEMPLATES) -> ReaderResult:
+    findings: list[ProbeFinding] = []
+    if config.windowDays > RETENTION_DAYS:
+        findings.append(warning("window_exceeds_retention",
+                                f"windowDays is {config.windowDays} but ACCOUNT_USAGE keeps {RETENTION_DAYS} days",
+                                f"set historicSql.windowDays to {RETENTION_DAYS} or less"))
+    try:
+        try:
+            rows = runner(aggregation_sql(config, max_templates=max_templates))
+        except Exception as exc:  # the connector's errors are not ours to enumerate
+            if "QUERY_PARAMETERIZED_HASH" not in str(exc).upper() and "QUERY_HASH" not in str(exc).upper():
+                raise
+            findings.append(info("query_hash_unavailable", "QUERY_HISTORY has no query_parameterized_hash here: "
+                                                           "grouped by the exact text instead",
+                                 "SELECT SYSTEM$ENABLE_BEHAVIOR_CHANGE_BUNDLE('2023_06');"))
+            rows = runner(aggregation_sql(config, key=TEXT_KEY, max_templates=max_templates))
+    except Exception as exc:  # report, never raise
+        return ReaderResult([], [*findings, _failure(exc)])
+    if len(rows) >= max_templates:
+        findings.append(warning("result_truncated", f"the aggregation returned the cap of {max_templates} templates: "
+                                                    "rarer templates were left out",
+                                "raise historicSql.minExecutions or shorten windowDays"))
+    normalizer = Normalizer("snowflake", config.redactionPatterns)
+    return finish(templates_from_rows(rows, normalizer), findings, config, normalizer, now)
+
+
+def _failure(exc: Exception) -> ProbeFinding:
+    text = " ".join(str(exc).split())
+    if "not authorized" in text.lower() or "does not exist" in text.lower() or "insufficient" in text.lower():
+        return error("insufficient_privilege", f"SNOWFLAKE.ACCOUNT_USAGE.QUERY_HISTORY is not readable: {text}",
+                     "GRANT IMPORTED PRIVILEGES ON DATABASE SNOWFLAKE TO ROLE <reader role>;  -- or "
+                     "GRANT DATABASE ROLE SNOWFLAKE.GOVERNANCE_VIEWER TO ROLE <reader role>;")
+    return error("query_failed", f"the query-history query failed: {text}",
+                 "run the SQL from historic_sql.readers.snowflake.aggregation_sql in a worksheet to see why")

@@ -1,0 +1,168 @@
+"""Staged runs under ``raw-sources/<connection>/historic-sql/<syncId>/`` and the work they cause.
+
+    manifest.json            syncId, connection, window, counts, warnings, per-table content hashes, reader findings
+    tables/<schema>.<name>.json   one per touched table: bucketed stats, columnsByClause, observedJoins, topTemplates
+    patterns-input.json      co-occurring table sets with their templates
+
+A run is written into a hidden temporary directory and renamed into place, so readers never see half a
+run and a failed run leaves the previous one intact. Only the manifest carries the sync id; every other
+file is a pure function of the input (sorted keys, bands instead of numbers, no timestamps), so the
+same input stages byte-identical files. The content hash of a table (sha256 of its canonical JSON) is
+what decides the work: ``work_units`` lists the tables whose hash differs from the previous run's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import uuid
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from packs.historic_sql.models import AggregatedTemplate, ProbeFinding
+from packs.historic_sql.parse import BatchResult
+
+SOURCE = "historic-sql"
+MANIFEST = "manifest.json"
+PATTERNS = "patterns-input.json"
+
+
+@dataclass(frozen=True)
+class StagedRun:
+    path: Path
+    manifest: dict[str, Any]
+
+
+def new_sync_id(now: datetime | None = None) -> str:
+    return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%S%fZ")
+
+
+def canonical(data: Any) -> bytes:
+    return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+
+
+def content_hash(data: Any) -> str:
+    return hashlib.sha256(canonical(data)).hexdigest()
+
+
+def dumps(data: Any) -> bytes:
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+
+
+def table_file(key: str) -> str:
+    return f"tables/{key.replace('/', '_')}.json"
+
+
+def runs_dir(project: Path, connection: str) -> Path:
+    return project / "raw-sources" / connection / SOURCE
+
+
+def sync_ids(project: Path, connection: str) -> list[str]:
+    """Completed runs, oldest first (sync ids sort by time)."""
+    root = runs_dir(project, connection)
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def read_manifest(project: Path, connection: str, sync_id: str) -> dict[str, Any]:
+    data: dict[str, Any] = orjson.loads((runs_dir(project, connection) / sync_id / MANIFEST).read_bytes())
+    return data
+
+
+def previous_manifest(project: Path, connection: str, before: str | None = None) -> dict[str, Any] | None:
+    """The manifest of the newest run (older than ``before`` when given), or None."""
+    ids = [s for s in sync_ids(project, connection) if before is None or s < before]
+    return read_manifest(project, connection, ids[-1]) if ids else None
+
+
+def work_units(previous: Mapping[str, Any] | None, current: Mapping[str, Any]) -> list[str]:
+    """Tables whose staged content changed since ``previous`` (new tables included), sorted."""
+    before = (previous or {}).get("tables", {})
+    return sorted(key for key, digest in current.get("tables", {}).items() if before.get(key) != digest)
+
+
+def vanished(previous: Mapping[str, Any] | None, current: Mapping[str, Any]) -> list[str]:
+    """Tables staged last time and absent now (their usage went stale)."""
+    now = current.get("tables", {})
+    return sorted(key for key in (previous or {}).get("tables", {}) if key not in now)
+
+
+def patterns_changed(previous: Mapping[str, Any] | None, current: Mapping[str, Any]) -> bool:
+    return (previous or {}).get("patternsHash") != current.get("patternsHash")
+
+
+def stage(project: Path, connection: str, sync_id: str, *, dialect: str, templates: Sequence[AggregatedTemplate],
+          batch: BatchResult, tables: Mapping[str, dict[str, Any]], patterns: list[dict[str, Any]],
+          window: Mapping[str, str | None] | None = None, findings: Sequence[ProbeFinding] = (),
+          warnings: Sequence[str] = ()) -> StagedRun:
+    """Write one staged run atomically and return its manifest."""
+    files = {table_file(key): content for key, content in tables.items()}
+    patterns_doc = {"tableSets": patterns}
+    manifest = {
+        "source": SOURCE, "syncId": sync_id, "connection": connection, "dialect": dialect,
+        "window": dict(window) if window is not None else _window(templates),
+        "counts": _counts(templates, batch, tables, patterns),
+        "warnings": sorted({*warnings, *batch.warnings}),
+        "parseErrors": {tid: p.error for tid, p in sorted(batch.parsed.items()) if p.error is not None},
+        "parseStats": dict(batch.stats),
+        "unknownTables": dict(sorted(Counter(name for p in batch.parsed.values()
+                                             for name in p.unknown_tables).items())),
+        "tables": {key: content_hash(content) for key, content in sorted(tables.items())},
+        "tableFiles": {key: table_file(key) for key in sorted(tables)},
+        "patternsHash": content_hash(patterns_doc),
+        "readerFindings": [f.model_dump(mode="json") for f in findings],
+    }
+    root = runs_dir(project, connection)
+    root.mkdir(parents=True, exist_ok=True)
+    staging = root / f".{sync_id}.{uuid.uuid4().hex[:8]}.tmp"
+    (staging / "tables").mkdir(parents=True)
+    try:
+        for name, content in sorted(files.items()):
+            _write(staging / name, dumps(content))
+        _write(staging / PATTERNS, dumps(patterns_doc))
+        _write(staging / MANIFEST, dumps(manifest))
+        final = root / sync_id
+        os.rename(staging, final)
+        _fsync_dir(root)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return StagedRun(final, manifest)
+
+
+def _window(templates: Sequence[AggregatedTemplate]) -> dict[str, str | None]:
+    first = [t.stats.firstSeen for t in templates if t.stats.firstSeen]
+    last = [t.stats.lastSeen for t in templates if t.stats.lastSeen]
+    return {"start": min(first) if first else None, "end": max(last) if last else None}
+
+
+def _counts(templates: Sequence[AggregatedTemplate], batch: BatchResult, tables: Mapping[str, Any],
+            patterns: list[dict[str, Any]]) -> dict[str, int]:
+    parsed = [batch.parsed[t.templateId] for t in templates if t.templateId in batch.parsed]
+    return {"templates": len(templates), "parsed": sum(1 for p in parsed if p.error is None),
+            "parseFailures": sum(1 for p in parsed if p.error is not None),
+            "zeroTableTemplates": sum(1 for p in parsed if p.error is None and not p.tables),
+            "tables": len(tables), "tableSets": len(patterns)}
+
+
+def _write(path: Path, data: bytes) -> None:
+    with open(path, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
