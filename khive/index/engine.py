@@ -328,7 +328,8 @@ class RetrievalIndex:
                 if rows else np.zeros((0, dims), dtype=np.float32)
             kinds = np.array([str(r[2]) for r in rows], dtype=object)
             kind_rows = {str(kind): np.flatnonzero(kinds == kind) for kind in set(kinds.tolist())}
-            self._matrix = search_mod.VectorTable(matrix, [int(r[0]) for r in rows], kind_rows)
+            kind_blocks = {kind: np.ascontiguousarray(matrix[positions]) for kind, positions in kind_rows.items()}
+            self._matrix = search_mod.VectorTable(matrix, [int(r[0]) for r in rows], kind_rows, kind_blocks)
         return self._matrix
 
     def close(self) -> None:

@@ -33,7 +33,8 @@ class VectorTable:
 
     matrix: np.ndarray[Any, Any]
     rowids: list[int]
-    kind_rows: dict[str, np.ndarray[Any, Any]]  # kind -> row positions, so a kind filter never copies the matrix
+    kind_rows: dict[str, np.ndarray[Any, Any]]  # kind -> row positions
+    kind_blocks: dict[str, np.ndarray[Any, Any]]  # kind -> its rows as one contiguous matrix (copied once)
 
 
 @dataclass
@@ -140,11 +141,14 @@ def vector_search(db: sqlite3.Connection, vectors: VectorTable, embedder: Embedd
     query_vector = embedder.embed([query])[0]
     if not query_vector.any():
         return []
-    scores = vectors.matrix @ query_vector  # one pass over every row beats gathering the kind's rows first
-    if kinds:
-        parts = [vectors.kind_rows[kind] for kind in kinds if kind in vectors.kind_rows]
-        rows = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    if kinds:  # score only the asked kinds, each a contiguous block
+        present = [kind for kind in kinds if kind in vectors.kind_rows]
+        scores = np.zeros(len(rowids), dtype=np.float32)
+        for kind in present:
+            scores[vectors.kind_rows[kind]] = vectors.kind_blocks[kind] @ query_vector
+        rows = np.concatenate([vectors.kind_rows[k] for k in present]) if present else np.zeros(0, dtype=np.int64)
     else:
+        scores = vectors.matrix @ query_vector
         rows = np.arange(len(rowids))
     candidates = rows[scores[rows] >= max(floor, 1e-9)]  # below the floor a vector rank never counts
     order = candidates[np.argsort(-scores[candidates], kind="stable")]
