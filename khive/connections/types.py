@@ -102,6 +102,7 @@ def _sqlite_affinity(base: str) -> NormalizedType:
     return "number"
 
 
+@lru_cache(maxsize=4096)  # a catalog repeats a handful of type texts across thousands of columns
 def normalize_type(native: str, dialect: str = "") -> NormalizedType:
     """One engine's type text -> a NormalizedType (``other`` when unknown)."""
     text = " ".join(native.strip().upper().split())
@@ -126,6 +127,7 @@ def _words(column_name: str) -> list[str]:
     return [word.lower() for word in _WORD_RE.findall(column_name)]
 
 
+@lru_cache(maxsize=4096)
 def _is_long_text(native: str) -> bool:
     base, args = _split(" ".join(native.strip().upper().split()))
     if base in _LONG_TEXT:

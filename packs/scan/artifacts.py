@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import orjson
 from khive.connections.catalog import CatalogSnapshot, Table
 
 LIVE = "live-database"
+_FSYNC_WORKERS = 8
 
 
 def new_sync_id(now: datetime | None = None) -> str:
@@ -57,10 +59,13 @@ def write_run(project: Path, connection: str, sync_id: str, connection_info: dic
     staging = root / f".{sync_id}.{uuid.uuid4().hex[:8]}.tmp"
     (staging / "tables").mkdir(parents=True)
     try:
-        _write(staging / "connection.json", dumps(connection_info))
-        for name, data in tables.items():
-            _write(staging / "tables" / name, dumps(data))
-        _write(staging / "scan-report.json", dumps(report))
+        written = [_write(staging / "connection.json", dumps(connection_info))]
+        written += [_write(staging / "tables" / name, dumps(data)) for name, data in tables.items()]
+        written.append(_write(staging / "scan-report.json", dumps(report)))
+        # Every file reaches the disk before the rename publishes the run. One fsync per file right after its
+        # write serialises a journal commit per table; fsyncs issued together are committed together.
+        with ThreadPoolExecutor(max_workers=_FSYNC_WORKERS) as pool:
+            list(pool.map(_fsync_file, written))
         final = root / sync_id
         os.rename(staging, final)
         _fsync_dir(root)
@@ -70,11 +75,18 @@ def write_run(project: Path, connection: str, sync_id: str, connection_info: dic
         raise
 
 
-def _write(path: Path, data: bytes) -> None:
+def _write(path: Path, data: bytes) -> Path:
     with open(path, "wb") as handle:
         handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
+    return path
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _fsync_dir(path: Path) -> None:
