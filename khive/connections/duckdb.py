@@ -19,9 +19,9 @@ from typing import Any
 import duckdb
 
 from khive.connections.catalog import CatalogSnapshot, Column, ColumnSample, ForeignKey, Table
-from khive.connections.config import ConnectionConfig
+from khive.connections.config import ConnectionConfig, SamplePolicy
 from khive.connections.driver import QueryResult
-from khive.connections.types import build_column, query_result, quote, sample_sql, sample_tables, schema_selected
+from khive.connections.types import TEXT_LIKE, build_column, query_result, quote, sample_tables, schema_selected
 from khive.errors import KhiveError
 
 _INTERNAL_SCHEMAS = ("information_schema", "pg_catalog")
@@ -176,11 +176,9 @@ class DuckDbDriver:
 
     def sample(self, tables: Sequence[Table]) -> list[ColumnSample]:
         policy = self.config.sample_values
-        clause = f" USING SAMPLE reservoir({policy.sample_rows} ROWS) REPEATABLE ({_SAMPLE_SEED})"
 
         def run(table: Table, columns: list[Column]) -> list[tuple[Any, ...]]:
-            sql = sample_sql(f"{quote(table.db)}.{quote(table.name)}", columns, policy, sample_clause=clause,
-                             limit=False)
+            sql = _unpivot_sample_sql(f"{quote(table.db)}.{quote(table.name)}", columns, policy)
             return self._run(sql, timeout_s=self.config.statement_timeout_s)[0]
 
         return sample_tables(tables, policy, self.dialect, run)
@@ -190,3 +188,23 @@ class DuckDbDriver:
         rows, description = self._run(sql, timeout_s=timeout_s, limit=limit + 1)
         columns = [{"name": str(item[0]), "type": str(item[1])} for item in description or ()]
         return query_result(columns, rows, limit, started)
+
+
+def _unpivot_sample_sql(source: str, columns: Sequence[Column], policy: SamplePolicy) -> str:
+    """``sample_sql``'s rows in one pipeline: the sample unpivoted to (column, value), grouped once and ranked
+    per column. DuckDB plans the per-column UNION ALL of ``sample_sql`` in ~20 ms per table, which dominates
+    on small tables; this shape costs a fifth of that and the same on large ones."""
+    width = policy.max_text_length + 1
+    picks = ", ".join(
+        (f"SUBSTR(CAST({quote(c.name)} AS TEXT), 1, {width})" if c.normalized_type in TEXT_LIKE
+         else f"CAST({quote(c.name)} AS TEXT)") + f" AS c{i}" for i, c in enumerate(columns))
+    return (
+        f"WITH s AS MATERIALIZED (SELECT {picks} FROM {source} "
+        f"USING SAMPLE reservoir({policy.sample_rows} ROWS) REPEATABLE ({_SAMPLE_SEED})), "
+        "u AS (SELECT * FROM s UNPIVOT INCLUDE NULLS (v FOR k IN (COLUMNS(*)))), "
+        "g AS (SELECT CAST(SUBSTR(k, 2) AS INTEGER) AS col, v, COUNT(*) AS n FROM u GROUP BY ALL), "
+        "r AS (SELECT col, v, n, COUNT(v) OVER w AS d, "
+        "CAST(SUM(CASE WHEN v IS NULL THEN n ELSE 0 END) OVER w AS BIGINT) AS z, CAST(SUM(n) OVER w AS BIGINT) AS t, "
+        "ROW_NUMBER() OVER (PARTITION BY col ORDER BY CASE WHEN v IS NULL THEN 1 ELSE 0 END, n DESC, v) AS rk "
+        "FROM g WINDOW w AS (PARTITION BY col)) "
+        f"SELECT col, v, n, d, z, t FROM r WHERE rk <= {max(policy.max_values, 1)} ORDER BY col, rk")

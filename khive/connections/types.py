@@ -52,7 +52,7 @@ _TYPES: dict[NormalizedType, tuple[str, ...]] = {
 _BY_NAME: dict[str, NormalizedType] = {name: kind for kind, names in _TYPES.items() for name in names}
 _EXACT_NUMERIC = frozenset({"NUMERIC", "DECIMAL", "DEC", "NUMBER", "BIGNUMERIC", "BIGDECIMAL"})
 _LONG_TEXT = frozenset({"CLOB", "NCLOB", "MEDIUMTEXT", "LONGTEXT", "NTEXT"})
-_TEXT_LIKE = frozenset({"string", "other"})  # sampled values cut to max_text_length
+TEXT_LIKE = _TEXT_LIKE = frozenset({"string", "other"})  # sampled values cut to max_text_length
 _UNSAMPLEABLE = frozenset({"GEOGRAPHY", "GEOMETRY", "XML", "TSVECTOR", "TSQUERY", "VECTOR", "HSTORE"})
 _PROSE_WORDS = frozenset({"description", "desc", "comment", "comments", "note", "notes", "body", "content", "message",
                           "summary", "bio", "remark", "remarks", "details", "html", "markdown", "transcript", "text",

@@ -1,0 +1,88 @@
+"""The shard fast path writes byte for byte what the ruamel merge path writes, and steps aside for edited shards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ruamel.yaml.comments import CommentedMap
+
+from packs.scan import shards
+from packs.scan.artifacts import latest_sync, read_run_tables
+
+TRICKY = ["yes", "no", "true", "True", "null", "~", "", " ", "-", "- a", "a: b", "a:", "#x", "x #y", "123", "1.5",
+          "0x1F", "1_000", ".inf", ".nan", "2024-01-02", "2024-01-02 10:00:00+00", "'new'", "it's", 'say "hi"',
+          "a\nb", "a  b", "---x", "...x", "?x", ":x", "%x", "@x", "!x", "&x", "*x", "|x", ">x", "[x", "{x", "a,b",
+          "x" * 130, "word " * 30, "nextval('orders_id_seq'::regclass)", "e5", "+1", "é", "\x85", "\u2028", "日本",
+          "\ufeff", "\x00", "\U0001f600"]
+TEXT = st.one_of(st.sampled_from(TRICKY), st.text(max_size=140))
+KEY = st.one_of(st.sampled_from([t for t in TRICKY if t]), st.text(min_size=1, max_size=140))
+SCALAR = st.one_of(TEXT, st.integers(-10**20, 10**20), st.floats(), st.booleans())
+COLUMN = st.fixed_dictionaries(
+    {"name": KEY, "type": st.sampled_from(["integer", "string"]), "nativeType": TEXT,
+     "dimensionType": st.just("categorical"), "nullable": st.booleans()},
+    optional={"default": TEXT, "comment": TEXT, "primaryKey": st.just(True),
+              "samples": st.lists(SCALAR, min_size=1, max_size=10)})
+RELATION = st.fixed_dictionaries(
+    {"fromDb": KEY, "fromTable": KEY, "fromColumns": st.lists(KEY, min_size=1, max_size=2), "toDb": KEY,
+     "toTable": KEY, "toColumns": st.lists(KEY, min_size=1, max_size=2), "confidence": st.floats(0, 1),
+     "tier": st.just("accepted"),
+     "evidence": st.lists(st.fixed_dictionaries({"kind": TEXT, "detail": TEXT, "weight": st.floats(-9, 9)}),
+                          min_size=1, max_size=2)})
+ENTRY = st.fixed_dictionaries(
+    {"kind": st.just("table"), "syncId": st.just("20261129T164000901544Z"),
+     "columns": st.lists(COLUMN, min_size=1, max_size=3)},
+    optional={"comment": TEXT, "estimatedRows": st.integers(0, 10**12),
+              "foreignKeys": st.lists(st.fixed_dictionaries(
+                  {"columns": st.lists(KEY, min_size=1, max_size=2), "refDb": KEY, "refTable": KEY,
+                   "refColumns": st.lists(KEY, min_size=1, max_size=2)}), min_size=1, max_size=2),
+              "inferredRelationships": st.lists(RELATION, min_size=1, max_size=2)})
+HEADER = st.fixed_dictionaries({"connection": KEY, "catalog": st.one_of(st.none(), KEY), "schema": KEY})
+
+
+def merged(header: dict[str, Any], entries: dict[str, dict[str, Any]], text: str | None = None) -> str:
+    return shards.dump(shards.merge(shards.load(text), header, entries, "sync"))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(HEADER, st.dictionaries(KEY, ENTRY, min_size=1, max_size=3))
+def test_render_writes_what_ruamel_writes(header: dict[str, Any], entries: dict[str, dict[str, Any]]) -> None:
+    assert shards.render(header, entries) == merged(header, entries)
+
+
+def _entries(project: Path, connection: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    sync = latest_sync(project, connection)
+    assert sync is not None
+    tables = read_run_tables(project, connection, sync)
+    entries = {t["name"]: shards.scan_entry(t, sync) for t in tables.values()}
+    return {"connection": connection, "catalog": "shop", "schema": "main"}, entries
+
+
+@pytest.mark.anyio
+async def test_a_pristine_rescan_writes_what_the_merge_path_writes(call: Any, project: Path) -> None:
+    shard = project / "_schema/shop/shop.main.yaml"
+    await call('scan.run(connection="shop")')
+    first = shard.read_text()
+    assert first == merged(*_entries(project, "shop"))
+    await call('scan.run(connection="shop")')
+    assert shard.read_text() == merged(*_entries(project, "shop"), text=first)
+
+
+@pytest.mark.anyio
+async def test_an_edited_shard_takes_the_merge_path(call: Any, project: Path) -> None:
+    shard = project / "_schema/shop/shop.main.yaml"
+    await call('scan.run(connection="shop")')
+    shard.write_text(shard.read_text().replace("  orders:\n", "  orders:  # the checkout table\n    notes: hot\n"))
+    await call('scan.run(connection="shop")')
+    text = shard.read_text()
+    assert "  orders:  # the checkout table\n" in text and "    notes: hot\n" in text
+    await call('scan.run(connection="shop")')  # still not the scan's own text: the merge path again
+    assert "  orders:  # the checkout table\n" in shard.read_text()
+
+
+def test_render_falls_back_to_ruamel_for_an_empty_schema() -> None:
+    header = {"connection": "c", "catalog": None, "schema": "s"}
+    assert shards.render(header, {}) == shards.dump(shards.merge(CommentedMap(), header, {}, "sync"))
