@@ -11,9 +11,9 @@ import anyio.to_thread
 
 from khive.connections.catalog import ColumnSample
 from khive.context import Context
+from khive.project.runs import new_sync_id
 from packs.scan.artifacts import (
     latest_sync,
-    new_sync_id,
     read_run_tables,
     table_artifact,
     table_file_name,
