@@ -331,11 +331,30 @@ def write_shards(files: FileStore, connection: str, sync_id: str, tables: Iterab
     return written
 
 
-def read_shard_tables(files: FileStore, connection: str) -> dict[str, dict[str, Any]]:
-    """``db.name`` -> merged entry (scan keys plus everything people and tools added)."""
+ShardCache = dict[str, tuple[tuple[int, int, int], dict[str, Any]]]  # path -> ((inode, mtime_ns, size), document)
+
+
+def read_shard_tables(files: FileStore, connection: str, cache: ShardCache | None = None
+                      ) -> dict[str, dict[str, Any]]:
+    """``db.name`` -> merged entry (scan keys plus everything people and tools added).
+
+    Parsing a large shard takes seconds (pure-Python YAML), so a warm process keeps parsed shards in
+    ``cache`` and re-reads a shard only when its stamp changed.
+    """
     out: dict[str, dict[str, Any]] = {}
     for path in files.list(f"_schema/{connection}/", suffix=".yaml"):
-        data = YAML(typ="safe").load(files.read_text(path) or "") or {}
+        try:  # the inode changes on every atomic rewrite, even within one timestamp tick
+            info = (files.root / path).stat()
+            stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
+        except FileNotFoundError:
+            continue
+        hit = cache.get(path) if cache is not None else None
+        if hit is not None and hit[0] == stamp:
+            data = hit[1]
+        else:
+            data = YAML(typ="safe").load(files.read_text(path) or "") or {}
+            if cache is not None:
+                cache[path] = (stamp, data)
         for name, entry in (data.get("tables") or {}).items():
             out[f"{data.get('schema')}.{name}"] = {**entry, "catalog": data.get("catalog"), "db": data.get("schema"),
                                                    "name": name}

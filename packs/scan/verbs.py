@@ -13,8 +13,13 @@ from packs.scan.artifacts import latest_sync, read_report, read_run_tables, sync
 from packs.scan.diff import diff_runs
 from packs.scan.index import TABLE
 from packs.scan.runner import run_scan
-from packs.scan.shards import read_shard_tables
+from packs.scan.shards import ShardCache, read_shard_tables
 from packs.scan.sqlverbs import SQL_VERBS
+
+
+def _shard_cache(ctx: Context) -> ShardCache:
+    cache: ShardCache = ctx.runtime.services.setdefault("scan.shards", {})
+    return cache
 
 
 def _require_scan(ctx: Context, connection: str) -> str:
@@ -65,7 +70,7 @@ class TablesParams(Params):
 async def tables(params: TablesParams, ctx: Context) -> dict[str, Any]:
     """Tables of the latest scan: name, kind, comment, row estimate, column count."""
     _require_scan(ctx, params.connection)
-    entries = read_shard_tables(ctx.runtime.files, params.connection)
+    entries = read_shard_tables(ctx.runtime.files, params.connection, _shard_cache(ctx))
     rows = [{"id": key, "db": entry["db"], "name": entry["name"], "kind": entry.get("kind"),
              "comment": entry.get("description") or entry.get("comment"),
              "estimatedRows": entry.get("estimatedRows"), "columns": len(entry.get("columns") or [])}
@@ -90,7 +95,7 @@ async def entity(params: EntityParams, ctx: Context) -> dict[str, Any]:
     """Everything known about a table (or one column): columns, keys, FKs in and out, samples, usage."""
     sync = _require_scan(ctx, params.connection)
     artifacts = read_run_tables(ctx.runtime.project, params.connection, sync)
-    shards = read_shard_tables(ctx.runtime.files, params.connection)
+    shards = read_shard_tables(ctx.runtime.files, params.connection, _shard_cache(ctx))
     key = _resolve_table(params.table, artifacts)
     table = artifacts[key]
     shard = shards.get(key, {})
