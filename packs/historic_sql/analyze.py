@@ -6,9 +6,10 @@ never mistaken for a table. Each column is resolved the way sqlglot's ``qualify_
 * a qualifier names a source of the scope (table alias, table name, CTE or derived table), or of an
   enclosing scope for a correlated subquery;
 * an unqualified name belongs to the one selected source whose catalog columns (or, for a CTE or
-  derived table, whose output names) contain it; with a single source, to that source; a name a
-  ``USING`` join merged belongs to its left-most source; otherwise to an enclosing scope, or nowhere
-  (ambiguous names are dropped, never guessed);
+  derived table, whose output names) contain it, or to the one source that cannot tell (a table the
+  scan does not know); a name a ``USING`` join merged belongs to its left-most source; otherwise to an
+  enclosing scope, or nowhere: ambiguous names and names the catalog does not have are dropped, never
+  guessed (a stale catalog heals with the next scan, whose new fingerprint re-parses everything);
 * a column of a CTE or derived table is followed through the projection that produced it when that
   projection is a plain column, so usage lands on the base table;
 * an unqualified ``ORDER BY``/``GROUP BY``/``HAVING`` name that is an output alias is not a column.
@@ -22,15 +23,17 @@ the column-to-table attribution. Stars are not expanded (usage counts what peopl
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.errors import ParseError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from packs.historic_sql.catalog import Catalog, CatalogTable
-from packs.historic_sql.parsed import ColumnUse, JoinEdge, ParsedTemplate
+from packs.historic_sql.parsed import ColumnUse, JoinEdge, ParsedTemplate, join_edge
 
 # select.args key -> clause name; "from_"/"with_" hold sources and CTEs, handled through scopes
 CLAUSE_OF = {"expressions": "select", "distinct": "select", "where": "where", "joins": "join", "group": "groupBy",
@@ -74,7 +77,7 @@ class _Analysis:
         """True/False when the catalog (or the derived table) knows; None when it cannot tell."""
         if isinstance(source, exp.Table):
             found = self.table(source)
-            return None if found is None else found.column(name) is not None
+            return None if found is None or not found.columns else found.column(name) is not None
         selects = source.expression.named_selects if isinstance(source.expression, exp.Query) else []
         return True if name in selects else (None if "*" in selects else False)
 
@@ -124,8 +127,6 @@ class _Analysis:
                 if source is not None:
                     return self.through(source, name)
             current = current.parent if current.is_subquery else None
-        if not qualifier and len(scope.selected_sources) == 1:  # the catalog is behind the query: trust it
-            return self.through(next(iter(scope.selected_sources.values()))[1], name)
         return None
 
     def _unqualified(self, scope: Scope, sources: dict[str, tuple[Any, Any]], name: str) -> Any:
@@ -175,7 +176,7 @@ class _Analysis:
             if type(left) is exp.Column and type(right) is exp.Column:
                 a, b = self.resolve(scope, left), self.resolve(scope, right)
                 if a is not None and b is not None and a[2] != b[2]:
-                    self.joins.add(JoinEdge.of((a[0], a[1]), (b[0], b[1])))
+                    self.joins.add(join_edge((a[0], a[1]), (b[0], b[1])))
 
     def _use(self, scope: Scope, column: exp.Column, clause: str, aliases: dict[str, exp.Alias]) -> None:
         if isinstance(column.this, exp.Star):
@@ -186,7 +187,7 @@ class _Analysis:
                 return  # an output alias, not a column
         ref = self.resolve(scope, column)
         if ref is not None:
-            self.uses.add(ColumnUse(ref[0], clause, ref[1]))
+            self.uses.add((ref[0], clause, ref[1]))
 
     def _using(self, scope: Scope, join: exp.Join) -> None:
         sources = scope.selected_sources
@@ -204,11 +205,11 @@ class _Analysis:
             for left_name in lefts:
                 left = self.through(sources[left_name][1], name)
                 if left is not None:
-                    self.uses.add(ColumnUse(left[0], "join", left[1]))
+                    self.uses.add((left[0], "join", left[1]))
                     if right is not None and left[2] != right[2]:
-                        self.joins.add(JoinEdge.of((left[0], left[1]), (right[0], right[1])))
+                        self.joins.add(join_edge((left[0], left[1]), (right[0], right[1])))
             if right is not None:
-                self.uses.add(ColumnUse(right[0], "join", right[1]))
+                self.uses.add((right[0], "join", right[1]))
 
 
 def _using_names(scope: Scope) -> set[str]:
@@ -217,10 +218,23 @@ def _using_names(scope: Scope) -> set[str]:
     return {identifier.name for join in joins for identifier in join.args.get("using") or []}
 
 
+@functools.lru_cache(maxsize=16)
+def _dialect(name: str) -> Dialect:
+    return Dialect.get_or_raise(name or None)
+
+
+def _parse_one(sql: str, dialect: str) -> exp.Expr:
+    """``sqlglot.parse_one`` without looking the dialect up again for every template."""
+    result = _dialect(dialect).parse(sql)
+    if not result or result[0] is None:
+        raise ParseError(f"No expression was parsed from {sql[:80]!r}")
+    return exp.Block(expressions=result) if len(result) > 1 else result[0]
+
+
 def analyze(template_id: str, sql: str, dialect: str, catalog: Catalog, search_path: Sequence[str]) -> ParsedTemplate:
     """Parse and resolve one template; any failure becomes ``ParsedTemplate.error``, never an exception."""
     try:
-        tree = sqlglot.parse_one(sql, read=dialect or None)
+        tree = _parse_one(sql, dialect)
         analysis = _Analysis(catalog, search_path)
         analysis.tree(tree, traverse_scope(tree))
         if not isinstance(tree, exp.Query):  # DML/DDL: the target table is in no query scope

@@ -1,4 +1,4 @@
-"""Templates by table, in stable bands: the staged content the table digest reads.
+"""Templates by table, in stable bands: the staged content the table and pattern digests read.
 
 Every table a parsed template touches gets the template (each side of a join counts). Numbers never
 reach the staged files: executions, users, runtimes, error rates and column/join frequencies are
@@ -9,52 +9,140 @@ Frequencies are execution-weighted shares of the table's executions (a template 
 executions weighs one): ``high`` >= 50 %, ``mid`` >= 10 %, ``low`` below. Lists are sorted by band, then
 name; top templates by executions band, then distinct-users band, then template id -- a rank inside a
 band would move with every small fluctuation.
+
+Pattern input: the templates grouped by the exact set of tables they touch (two tables or more). Every
+template is listed by id with its bands; the canonical SQL rides along for the first ``sql_per_set``
+of each set only, which keeps the file a reading size on warehouses with tens of thousands of templates.
 """
 
 from __future__ import annotations
 
+import bisect
+import heapq
+import itertools
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from packs.historic_sql.models import AggregatedTemplate
-from packs.historic_sql.parsed import CLAUSES, ParsedTemplate
+from packs.historic_sql.parsed import CLAUSES, ParsedTemplate, paused_gc
 
-# (exclusive upper bound, label); the last band is open
-EXECUTION_BANDS: tuple[tuple[float, str], ...] = (
+Bands = tuple[tuple[float, str], ...]  # (exclusive upper bound, label); the last band is open
+EXECUTION_BANDS: Bands = (
     (10, "<10"), (100, "10-100"), (1_000, "100-1k"), (5_000, "1k-5k"), (50_000, "5k-50k"), (float("inf"), ">50k"))
-USER_BANDS: tuple[tuple[float, str], ...] = ((1, "0"), (2, "1"), (6, "2-5"), (21, "6-20"), (float("inf"), ">20"))
-RUNTIME_BANDS: tuple[tuple[float, str], ...] = (
+USER_BANDS: Bands = ((1, "0"), (2, "1"), (6, "2-5"), (21, "6-20"), (float("inf"), ">20"))
+RUNTIME_BANDS: Bands = (
     (100, "<100ms"), (1_000, "100ms-1s"), (10_000, "1s-10s"), (60_000, "10s-1m"), (float("inf"), ">1m"))
-ERROR_BANDS: tuple[tuple[float, str], ...] = ((1e-12, "none"), (0.01, "<1%"), (0.1, "1-10%"), (float("inf"), ">10%"))
-FREQUENCY_BANDS: tuple[tuple[float, str], ...] = ((0.1, "low"), (0.5, "mid"), (float("inf"), "high"))
+ERROR_BANDS: Bands = ((1e-12, "none"), (0.01, "<1%"), (0.1, "1-10%"), (float("inf"), ">10%"))
+FREQUENCY_BANDS: Bands = ((0.1, "low"), (0.5, "mid"), (float("inf"), "high"))
 FREQUENCY_RANK = {"high": 0, "mid": 1, "low": 2}
 TOP_TEMPLATES = 5
 TOP_USERS = 5
+_UPPERS = {bands: [upper for upper, _ in bands[:-1]] for bands in
+           (EXECUTION_BANDS, USER_BANDS, RUNTIME_BANDS, ERROR_BANDS, FREQUENCY_BANDS)}
 
 
-def band(value: float | None, bands: tuple[tuple[float, str], ...]) -> str:
-    if value is None:
-        return "unknown"
-    for upper, label in bands:
-        if value < upper:
-            return label
-    return bands[-1][1]
+def _index(value: float, bands: Bands) -> int:
+    return bisect.bisect_right(_UPPERS[bands], value)
 
 
-def rank(label: str, bands: tuple[tuple[float, str], ...]) -> int:
-    """Position of ``label`` counted from the top band (0 = highest)."""
-    labels = [name for _, name in bands]
-    return len(labels) - 1 - labels.index(label) if label in labels else len(labels)
+def band(value: float | None, bands: Bands) -> str:
+    return "unknown" if value is None else bands[_index(value, bands)][1]
 
 
-def template_bands(template: AggregatedTemplate) -> dict[str, str]:
-    return {"executionsBucket": band(template.stats.executions, EXECUTION_BANDS),
-            "distinctUsersBucket": band(template.stats.distinctUsers, USER_BANDS)}
+@dataclass(frozen=True)
+class Bucketed:
+    tables: dict[str, dict[str, Any]]  # table key -> JSON-ready staged content
+    patterns: list[dict[str, Any]]  # co-occurring table sets with their templates
 
 
-def _weight(template: AggregatedTemplate) -> int:
-    return max(template.stats.executions, 1)
+class _Template:
+    """One template's bands and sort order, computed once."""
+
+    __slots__ = ("bands", "order", "template")
+
+    def __init__(self, template: AggregatedTemplate) -> None:
+        executions = _index(template.stats.executions, EXECUTION_BANDS)
+        users = _index(template.stats.distinctUsers, USER_BANDS)
+        self.template = template
+        self.order = (-executions, -users, template.templateId)  # highest bands first, then id
+        self.bands = {"executionsBucket": EXECUTION_BANDS[executions][1],
+                      "distinctUsersBucket": USER_BANDS[users][1]}
+
+
+@dataclass
+class _Totals:
+    """Running totals over templates: of one set of co-touched tables, then of one table."""
+
+    total: int = 0  # execution weight
+    executions: int = 0
+    max_users: int = 0
+    errors: float = 0.0
+    users: set[str] = field(default_factory=set)
+    runtimes: list[tuple[float, int]] = field(default_factory=list)
+    members: list[_Template] = field(default_factory=list)
+    groups: list[list[_Template]] = field(default_factory=list)  # a table's members, by table set
+    clauses: dict[tuple[str, str], int] = field(default_factory=dict)
+    joins: dict[tuple[str, tuple[tuple[str, str], ...]], int] = field(default_factory=dict)
+
+    def add(self, other: _Totals) -> None:
+        self.total += other.total
+        self.executions += other.executions
+        self.max_users = max(self.max_users, other.max_users)
+        self.errors += other.errors
+        self.users |= other.users
+        self.runtimes += other.runtimes
+        self.groups.append(other.members)
+
+
+def bucketize(templates: Sequence[AggregatedTemplate], parsed: Mapping[str, ParsedTemplate], *,
+              top_templates: int = TOP_TEMPLATES, sql_per_set: int = TOP_TEMPLATES) -> Bucketed:
+    """Per-table content and pattern input from the templates that parsed and touch a known table."""
+    with paused_gc():
+        # totals are kept per exact table set (a few hundred) and spread over the tables once at the end
+        sets: dict[tuple[str, ...], _Totals] = defaultdict(_Totals)
+        clause_weights: dict[tuple[str, str, str], int] = defaultdict(int)
+        join_weights: dict[tuple[str, str, tuple[tuple[str, str], ...]], int] = defaultdict(int)
+        for template in templates:
+            result = parsed.get(template.templateId)
+            if result is None or result.error is not None or not result.tables:
+                continue
+            stats, prepared, acc = template.stats, _Template(template), sets[result.tables]
+            weight = max(stats.executions, 1)
+            acc.total += weight
+            acc.executions += stats.executions
+            acc.max_users = max(acc.max_users, stats.distinctUsers)
+            acc.errors += stats.errorRate * weight
+            acc.users.update(template.topUsers)
+            if stats.p95RuntimeMs is not None:
+                acc.runtimes.append((stats.p95RuntimeMs, weight))
+            acc.members.append(prepared)
+            for use in result.columns:  # unique per template
+                clause_weights[use] += weight
+            if result.joins:
+                for joined in _joins(result):
+                    join_weights[joined] += weight
+        tables: dict[str, _Totals] = defaultdict(_Totals)
+        for names, acc in sets.items():
+            for name in names:
+                tables[name].add(acc)
+        for (table, clause, column), weight in clause_weights.items():
+            tables[table].clauses[(clause, column)] = weight
+        for (table, other, pairs), weight in join_weights.items():
+            tables[table].joins[(other, pairs)] = weight
+        content = {name: _content(name, acc, top_templates) for name, acc in sorted(tables.items())}
+        return Bucketed(content, _patterns(sets, sql_per_set))
+
+
+def _joins(result: ParsedTemplate) -> list[tuple[str, str, tuple[tuple[str, str], ...]]]:
+    """(table, other table, sorted (table column, other column) pairs) of one template, both directions."""
+    pairs: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    for left_table, left_column, right_table, right_column in result.joins:  # unique
+        pairs[(left_table, right_table)].append((left_column, right_column))
+        pairs[(right_table, left_table)].append((right_column, left_column))
+    return [(table, other, tuple(sorted(found)) if len(found) > 1 else (found[0],))
+            for (table, other), found in pairs.items()]
 
 
 def _p95(weighted: list[tuple[float, int]]) -> float | None:
@@ -62,11 +150,10 @@ def _p95(weighted: list[tuple[float, int]]) -> float | None:
     if not weighted:
         return None
     weighted.sort()
-    total = sum(w for _, w in weighted)
-    seen = 0
+    threshold, seen = 0.95 * sum(w for _, w in weighted), 0
     for value, w in weighted:
         seen += w
-        if seen >= 0.95 * total:
+        if seen >= threshold:
             return value
     return weighted[-1][0]
 
@@ -75,95 +162,42 @@ def _frequency(weight: int, total: int) -> str:
     return band(weight / total if total else 0.0, FREQUENCY_BANDS)
 
 
-def bucketize(templates: Sequence[AggregatedTemplate], parsed: Mapping[str, ParsedTemplate], *,
-              top_templates: int = TOP_TEMPLATES) -> dict[str, dict[str, Any]]:
-    """Table key -> the JSON-ready staged content for that table."""
-    by_table: dict[str, list[AggregatedTemplate]] = defaultdict(list)
-    for template in templates:
-        result = parsed.get(template.templateId)
-        if result is not None and result.error is None:
-            for table in result.tables:
-                by_table[table].append(template)
-    return {table: _table(table, members, parsed, top_templates) for table, members in sorted(by_table.items())}
-
-
-def _table(table: str, members: list[AggregatedTemplate], parsed: Mapping[str, ParsedTemplate],
-           top_templates: int) -> dict[str, Any]:
-    total = sum(_weight(t) for t in members)
-    clause_weights: dict[tuple[str, str], int] = defaultdict(int)
-    join_weights: dict[tuple[str, tuple[tuple[str, str], ...]], int] = defaultdict(int)
-    users: set[str] = set()
-    runtimes: list[tuple[float, int]] = []
-    errors = 0.0
-    for template in members:
-        weight, result = _weight(template), parsed[template.templateId]
-        for clause, column in {(use.clause, use.column) for use in result.columns if use.table == table}:
-            clause_weights[(clause, column)] += weight
-        for other, pairs in _joins_of(table, result).items():
-            join_weights[(other, pairs)] += weight
-        users.update(template.topUsers)
-        if template.stats.p95RuntimeMs is not None:
-            runtimes.append((template.stats.p95RuntimeMs, weight))
-        errors += template.stats.errorRate * weight
-    distinct_users = max([len(users), *(t.stats.distinctUsers for t in members)])
+def _content(name: str, acc: _Totals, top_templates: int) -> dict[str, Any]:
+    total = acc.total
     columns: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for (clause, column), weight in clause_weights.items():
+    for (clause, column), weight in acc.clauses.items():
         columns[clause].append((column, _frequency(weight, total)))
-    joins: list[dict[str, Any]] = [
-        {"withTable": other, "on": [list(pair) for pair in pairs], "freq": _frequency(weight, total)}
-        for (other, pairs), weight in sorted(join_weights.items(),
-                                             key=lambda i: (FREQUENCY_RANK[_frequency(i[1], total)], i[0]))]
-    top = sorted(members, key=lambda t: (rank(band(t.stats.executions, EXECUTION_BANDS), EXECUTION_BANDS),
-                                         rank(band(t.stats.distinctUsers, USER_BANDS), USER_BANDS), t.templateId))
+    joins = sorted(((_frequency(weight, total), other, pairs) for (other, pairs), weight in acc.joins.items()),
+                   key=lambda j: (FREQUENCY_RANK[j[0]], j[1], j[2]))
+    top = heapq.nsmallest(top_templates, itertools.chain.from_iterable(acc.groups), key=lambda m: m.order)
     return {
-        "table": table,
-        "stats": {"executionsBucket": band(sum(t.stats.executions for t in members), EXECUTION_BANDS),
-                  "distinctUsersBucket": band(distinct_users, USER_BANDS),
-                  "p95RuntimeBucket": band(_p95(runtimes), RUNTIME_BANDS),
-                  "errorRateBucket": band(errors / total if total else 0.0, ERROR_BANDS)},
+        "table": name,
+        "stats": {"executionsBucket": band(acc.executions, EXECUTION_BANDS),
+                  "distinctUsersBucket": band(max(acc.max_users, len(acc.users)), USER_BANDS),
+                  "p95RuntimeBucket": band(_p95(acc.runtimes), RUNTIME_BANDS),
+                  "errorRateBucket": band(acc.errors / total if total else 0.0, ERROR_BANDS)},
         "columnsByClause": {clause: [list(entry) for entry in sorted(columns[clause],
                                                                      key=lambda e: (FREQUENCY_RANK[e[1]], e[0]))]
                             for clause in CLAUSES if clause in columns},
-        "observedJoins": joins,
-        "topTemplates": [{"id": t.templateId, "canonicalSql": t.canonicalSql, **template_bands(t),
-                          "topUsers": sorted(t.topUsers[:TOP_USERS])} for t in top[:top_templates]],
+        "observedJoins": [{"withTable": other, "on": [list(pair) for pair in pairs], "freq": freq}
+                          for freq, other, pairs in joins],
+        "topTemplates": [{"id": m.template.templateId, "canonicalSql": m.template.canonicalSql, **m.bands,
+                          "topUsers": sorted(m.template.topUsers[:TOP_USERS])} for m in top],
     }
 
 
-def _joins_of(table: str, result: ParsedTemplate) -> dict[str, tuple[tuple[str, str], ...]]:
-    """Other table -> sorted (this column, other column) pairs of one template's joins with ``table``."""
-    pairs: dict[str, set[tuple[str, str]]] = defaultdict(set)
-    for edge in result.joins:
-        if edge.left_table == table:
-            pairs[edge.right_table].add((edge.left_column, edge.right_column))
-        if edge.right_table == table:
-            pairs[edge.left_table].add((edge.right_column, edge.left_column))
-    return {other: tuple(sorted(found)) for other, found in pairs.items()}
-
-
-def pattern_sets(templates: Sequence[AggregatedTemplate], parsed: Mapping[str, ParsedTemplate], *,
-                 sql_per_set: int = TOP_TEMPLATES) -> list[dict[str, Any]]:
-    """Co-occurring table sets (two tables or more) with their templates, for the patterns digest.
-
-    Every template is listed by id with its bands; the canonical SQL rides along for the top
-    ``sql_per_set`` of each set only, which keeps the file a reading size on warehouses with tens of
-    thousands of templates (the rest stay reachable by id in the per-table files' sources).
-    """
-    groups: dict[tuple[str, ...], list[AggregatedTemplate]] = defaultdict(list)
-    for template in templates:
-        result = parsed.get(template.templateId)
-        if result is not None and result.error is None and len(result.tables) > 1:
-            groups[result.tables].append(template)
-    out: list[dict[str, Any]] = []
-    for tables, members in groups.items():
-        members.sort(key=lambda t: (rank(band(t.stats.executions, EXECUTION_BANDS), EXECUTION_BANDS),
-                                    rank(band(t.stats.distinctUsers, USER_BANDS), USER_BANDS), t.templateId))
-        users = max([len({u for t in members for u in t.topUsers}), *(t.stats.distinctUsers for t in members)])
-        entries = [{"id": t.templateId, **template_bands(t)} for t in members]
-        for entry, template in zip(entries[:sql_per_set], members, strict=False):
-            entry["canonicalSql"] = template.canonicalSql
-        out.append({"tables": list(tables),
-                    "executionsBucket": band(sum(t.stats.executions for t in members), EXECUTION_BANDS),
-                    "distinctUsersBucket": band(users, USER_BANDS), "templates": entries})
-    out.sort(key=lambda s: (rank(s["executionsBucket"], EXECUTION_BANDS), s["tables"]))
-    return out
+def _patterns(sets: dict[tuple[str, ...], _Totals], sql_per_set: int) -> list[dict[str, Any]]:
+    out: list[tuple[int, tuple[str, ...], dict[str, Any]]] = []
+    for tables, acc in sets.items():
+        if len(tables) < 2:
+            continue
+        members = sorted(acc.members, key=lambda m: m.order)
+        executions = _index(acc.executions, EXECUTION_BANDS)
+        users = max(acc.max_users, len(acc.users))
+        entries = [{"id": m.template.templateId, **m.bands} for m in members]
+        for entry, member in zip(entries[:sql_per_set], members, strict=False):
+            entry["canonicalSql"] = member.template.canonicalSql
+        out.append((-executions, tables, {"tables": list(tables), "executionsBucket": EXECUTION_BANDS[executions][1],
+                                          "distinctUsersBucket": band(users, USER_BANDS), "templates": entries}))
+    out.sort(key=lambda item: item[:2])
+    return [entry for _, _, entry in out]

@@ -8,31 +8,26 @@ take no part in bucketing. Tuples are sorted and unique, so two parses of the sa
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 Clause = Literal["select", "where", "join", "groupBy", "orderBy", "having"]
 CLAUSES: tuple[Clause, ...] = ("select", "where", "join", "groupBy", "orderBy", "having")
 
 
-class ColumnUse(NamedTuple):
-    table: str
-    clause: str  # one of CLAUSES
-    column: str
+# Plain tuples, not NamedTuples: CPython stops tracking a tuple of strings in the cyclic GC, a tuple
+# subclass never, and a run holds millions of these.
+ColumnUse = tuple[str, str, str]  # (table, clause, column); clause is one of CLAUSES
+JoinEdge = tuple[str, str, str, str]  # (left table, left column, right table, right column); left sorts first
 
 
-class JoinEdge(NamedTuple):
-    """An equality between columns of two tables (or two aliases of one); ``left`` sorts first."""
-
-    left_table: str
-    left_column: str
-    right_table: str
-    right_column: str
-
-    @classmethod
-    def of(cls, a: tuple[str, str], b: tuple[str, str]) -> JoinEdge:
-        (lt, lc), (rt, rc) = sorted((a, b))
-        return cls(lt, lc, rt, rc)
+def join_edge(a: tuple[str, str], b: tuple[str, str]) -> JoinEdge:
+    """The edge between ``(table, column)`` ``a`` and ``b``, in its one canonical orientation."""
+    (lt, lc), (rt, rc) = sorted((a, b))
+    return (lt, lc, rt, rc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +49,28 @@ class ParsedTemplate:
                 [list(c) for c in self.columns], [list(j) for j in self.joins], self.error]
 
     @classmethod
-    def from_json(cls, data: list[Any]) -> ParsedTemplate:
+    def from_json(cls, data: list[Any], shared: dict[Any, Any] | None = None) -> ParsedTemplate:
+        """The inverse of ``to_json``. ``shared`` (one dict per batch) makes equal column uses and joins
+        one object: a batch repeats a few thousand of them tens of thousands of times."""
         template_id, tables, unknown, columns, joins, error = data
-        return cls(template_id, tuple(tables), tuple(unknown), tuple(ColumnUse(*c) for c in columns),
-                   tuple(JoinEdge(*j) for j in joins), error)
+        if shared is None:
+            shared = {}
+        uses = tuple([shared.setdefault(key, key) for key in map(tuple, columns)])
+        edges = tuple([shared.setdefault(key, key) for key in map(tuple, joins)])
+        return cls(template_id, tuple(tables), tuple(unknown), uses, edges, error)
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Build many small records without the cyclic GC rescanning them after every few hundred.
+
+    Tens of thousands of parse results are millions of tuples; with the collector on, loading them
+    costs several times the loading itself. Nothing built here is cyclic, so pausing loses nothing.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from packs.historic_sql.bucketize import Bucketed
 from packs.historic_sql.models import AggregatedTemplate, ProbeFinding
 from packs.historic_sql.parse import BatchResult
 
@@ -100,10 +101,10 @@ def patterns_changed(previous: Mapping[str, Any] | None, current: Mapping[str, A
 
 
 def stage(project: Path, connection: str, sync_id: str, *, dialect: str, templates: Sequence[AggregatedTemplate],
-          batch: BatchResult, tables: Mapping[str, dict[str, Any]], patterns: list[dict[str, Any]],
-          window: Mapping[str, str | None] | None = None, findings: Sequence[ProbeFinding] = (),
-          warnings: Sequence[str] = ()) -> StagedRun:
+          batch: BatchResult, bucketed: Bucketed, window: Mapping[str, str | None] | None = None,
+          findings: Sequence[ProbeFinding] = (), warnings: Sequence[str] = ()) -> StagedRun:
     """Write one staged run atomically and return its manifest."""
+    tables, patterns = bucketed.tables, bucketed.patterns
     files = {table_file(key): content for key, content in tables.items()}
     patterns_doc = {"tableSets": patterns}
     manifest = {
@@ -111,7 +112,7 @@ def stage(project: Path, connection: str, sync_id: str, *, dialect: str, templat
         "window": dict(window) if window is not None else _window(templates),
         "counts": _counts(templates, batch, tables, patterns),
         "warnings": sorted({*warnings, *batch.warnings}),
-        "parseErrors": {tid: p.error for tid, p in sorted(batch.parsed.items()) if p.error is not None},
+        "parseErrors": dict(sorted((tid, p.error) for tid, p in batch.parsed.items() if p.error is not None)),
         "parseStats": dict(batch.stats),
         "unknownTables": dict(sorted(Counter(name for p in batch.parsed.values()
                                              for name in p.unknown_tables).items())),

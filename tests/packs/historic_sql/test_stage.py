@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from packs.historic_sql.bucketize import EXECUTION_BANDS, USER_BANDS, band, bucketize, pattern_sets
+from packs.historic_sql.bucketize import EXECUTION_BANDS, USER_BANDS, band, bucketize
 from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.models import AggregatedTemplate, ProbeFinding, TemplateStats
 from packs.historic_sql.parse import parse_batch
@@ -41,7 +41,7 @@ def workload(products_executions: int = 40, join_executions: int = 101) -> list[
 def pipeline(project: Path, templates: list[AggregatedTemplate], sync_id: str) -> tuple[dict[str, object], list[str]]:
     batch = parse_batch(templates, Catalog(ROWS), search_path=("public",))
     staged = stage(project, "shop", sync_id, dialect="postgres", templates=templates, batch=batch,
-                   tables=bucketize(templates, batch.parsed), patterns=pattern_sets(templates, batch.parsed),
+                   bucketed=bucketize(templates, batch.parsed),
                    findings=[ProbeFinding(severity="info", code="pgss", message="ok")])
     return staged.manifest, work_units(previous_manifest(project, "shop", before=sync_id), staged.manifest)
 
@@ -66,14 +66,15 @@ def test_small_fluctuations_do_not_change_table_content() -> None:
     for executions in (101, 120):
         templates = workload(join_executions=executions)
         batch = parse_batch(templates, catalog, search_path=("public",))
-        contents.append(bucketize(templates, batch.parsed))
+        contents.append(bucketize(templates, batch.parsed).tables)
     assert contents[0] == contents[1]
 
 
 def test_every_side_of_a_join_gets_the_template_and_the_join() -> None:
     templates = workload()
     batch = parse_batch(templates, Catalog(ROWS), search_path=("public",))
-    tables = bucketize(templates, batch.parsed)
+    bucketed = bucketize(templates, batch.parsed)
+    tables = bucketed.tables
     assert sorted(tables) == ["public.customers", "public.orders", "public.products"]
     customers, orders = tables["public.customers"], tables["public.orders"]
     assert customers["observedJoins"] == [
@@ -85,7 +86,7 @@ def test_every_side_of_a_join_gets_the_template_and_the_join() -> None:
                                "p95RuntimeBucket": "100ms-1s", "errorRateBucket": "none"}
     assert orders["columnsByClause"]["groupBy"] == [["status", "high"]]
     assert customers["columnsByClause"]["join"] == [["customer_id", "high"]]
-    sets = pattern_sets(templates, batch.parsed)
+    sets = bucketed.patterns
     assert [s["tables"] for s in sets] == [["public.customers", "public.orders"]]
     assert sets[0]["templates"][0]["canonicalSql"] == SQL["join"]
 
