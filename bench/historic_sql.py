@@ -60,11 +60,12 @@ from sqlglot import exp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from khive.project.runs import new_sync_id  # noqa: E402
 from packs.historic_sql.bucketize import bucketize  # noqa: E402
 from packs.historic_sql.catalog import Catalog  # noqa: E402
 from packs.historic_sql.models import AggregatedTemplate, TemplateStats  # noqa: E402
 from packs.historic_sql.parse import ParseCache, parse_batch  # noqa: E402
-from packs.historic_sql.stage import new_sync_id, previous_manifest, stage, work_units  # noqa: E402
+from packs.historic_sql.stage import previous_manifest, stage, work_units  # noqa: E402
 
 WORKLOADS = ROOT.parent / "shared" / "data" / "workloads"
 SEED = 20260511

@@ -14,18 +14,16 @@ what decides the work: ``work_units`` lists the tables whose hash differs from t
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
-import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from khive.project import runs
+from khive.project.runs import completed_runs, json_bytes
 from packs.historic_sql.bucketize import Bucketed
 from packs.historic_sql.models import AggregatedTemplate, ProbeFinding
 from packs.historic_sql.parse import BatchResult
@@ -41,20 +39,12 @@ class StagedRun:
     manifest: dict[str, Any]
 
 
-def new_sync_id(now: datetime | None = None) -> str:
-    return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%S%fZ")
-
-
 def canonical(data: Any) -> bytes:
     return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
 
 
 def content_hash(data: Any) -> str:
     return hashlib.sha256(canonical(data)).hexdigest()
-
-
-def dumps(data: Any) -> bytes:
-    return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
 
 
 def table_file(key: str) -> str:
@@ -67,10 +57,7 @@ def runs_dir(project: Path, connection: str) -> Path:
 
 def sync_ids(project: Path, connection: str) -> list[str]:
     """Completed runs, oldest first (sync ids sort by time)."""
-    root = runs_dir(project, connection)
-    if not root.is_dir():
-        return []
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return completed_runs(runs_dir(project, connection))
 
 
 def read_manifest(project: Path, connection: str, sync_id: str) -> dict[str, Any]:
@@ -121,21 +108,10 @@ def stage(project: Path, connection: str, sync_id: str, *, dialect: str, templat
         "patternsHash": content_hash(patterns_doc),
         "readerFindings": [f.model_dump(mode="json") for f in findings],
     }
-    root = runs_dir(project, connection)
-    root.mkdir(parents=True, exist_ok=True)
-    staging = root / f".{sync_id}.{uuid.uuid4().hex[:8]}.tmp"
-    (staging / "tables").mkdir(parents=True)
-    try:
-        for name, content in sorted(files.items()):
-            _write(staging / name, dumps(content))
-        _write(staging / PATTERNS, dumps(patterns_doc))
-        _write(staging / MANIFEST, dumps(manifest))
-        final = root / sync_id
-        os.rename(staging, final)
-        _fsync_dir(root)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    contents = {name: json_bytes(content) for name, content in sorted(files.items())}
+    contents[PATTERNS] = json_bytes(patterns_doc)
+    contents[MANIFEST] = json_bytes(manifest)
+    final = runs.write_run(runs_dir(project, connection), sync_id, contents)
     return StagedRun(final, manifest)
 
 
@@ -152,18 +128,3 @@ def _counts(templates: Sequence[AggregatedTemplate], batch: BatchResult, tables:
             "parseFailures": sum(1 for p in parsed if p.error is not None),
             "zeroTableTemplates": sum(1 for p in parsed if p.error is None and not p.tables),
             "tables": len(tables), "tableSets": len(patterns)}
-
-
-def _write(path: Path, data: bytes) -> None:
-    with open(path, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -130,7 +130,7 @@ def test_a_failed_stage_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytes
     def fail(*_: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr("packs.historic_sql.stage.os.rename", fail)
+    monkeypatch.setattr("khive.project.runs.os.rename", fail)
     with pytest.raises(OSError, match="disk full"):
         pipeline(tmp_path, workload(), "20260512T000000000000Z")
     root = tmp_path / "raw-sources" / "shop" / "historic-sql"
