@@ -160,7 +160,7 @@ def _mcp(args: argparse.Namespace) -> int:
 
     async def run() -> None:
         try:
-            await run_stdio(runtime)
+            await run_stdio(runtime, user=operator_principal().split(":", 1)[1])
         finally:
             await runtime.aclose()
 

@@ -84,7 +84,7 @@ async def local_dispatch(text: str, ctx: Context) -> dict[str, Any]:
 
 
 def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,
-                 dispatcher: Dispatcher = local_dispatch) -> Server[Any]:
+                 dispatcher: Dispatcher = local_dispatch, user: str = "") -> Server[Any]:
     """A low-level MCP server exposing the one ``request`` tool."""
 
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -109,7 +109,7 @@ def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,
             await ctx.session.report_progress(done, total, message)
 
         request_ctx = Context(runtime, _principal(ctx, transport), transport, presentation=presentation,
-                              request_id=request_id, progress=progress, extra={"mcp": ctx})
+                              request_id=request_id, progress=progress, extra={"mcp": ctx}, user=user)
         envelope = await dispatcher(text, request_ctx)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=orjson.dumps(envelope).decode())],
@@ -201,9 +201,10 @@ def http_app(runtime: Runtime, *, tokens: Mapping[str, str] | None, host: str = 
     return AnonymousPrincipal(app) if tokens is None else BearerAuth(app, tokens)
 
 
-async def run_stdio(runtime: Runtime, dispatcher: Dispatcher = local_dispatch) -> None:
+async def run_stdio(runtime: Runtime, dispatcher: Dispatcher = local_dispatch, *, user: str = "") -> None:
+    """Serve over stdio; ``user`` is the local person the agent works for (their wiki tier)."""
     from mcp.server.stdio import stdio_server
 
-    server = build_server(runtime, transport=MCP_STDIO, dispatcher=dispatcher)
+    server = build_server(runtime, transport=MCP_STDIO, dispatcher=dispatcher, user=user)
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

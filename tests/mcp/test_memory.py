@@ -213,3 +213,18 @@ async def test_progress_notifications_reach_the_client(client: Client) -> None:
 async def test_progress_without_a_callback_is_harmless(client: Client) -> None:
     envelope = await call(client, "testpack.steps(n=5)")
     assert envelope["results"][0]["result"] == {"steps": 5}
+
+
+async def test_user_tier_is_the_person_the_server_runs_for(runtime: Any, project: Any) -> None:
+    from mcp import Client
+
+    from khive.mcp_server import build_server
+
+    async with Client(build_server(runtime, user="ann")) as as_ann:
+        envelope = await call(as_ann, 'wiki.write(key="my-notes", scope="user", summary="mine")')
+    assert envelope["results"][0]["result"]["path"] == "wiki/users/ann/my-notes.md"
+    assert (project / "wiki/users/ann/my-notes.md").is_file()
+    async with Client(build_server(runtime)) as anonymous:  # no user: the principal's name
+        envelope = await call(anonymous, 'wiki.write(key="my-notes", scope="user", summary="theirs")')
+    assert envelope["results"][0]["result"]["path"].startswith("wiki/users/")
+    assert envelope["results"][0]["result"]["path"] != "wiki/users/ann/my-notes.md"
