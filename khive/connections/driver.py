@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 from khive.connections.catalog import CatalogSnapshot, ColumnSample, Table
 from khive.connections.config import ConnectionConfig
@@ -51,6 +51,30 @@ class Driver(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Closable)
+
+
+class HoldsConnection(Generic[C]):
+    """The one connection a driver opens on first use; ``close()`` (or ``with``) releases it."""
+
+    _conn: C | None = None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def open_driver(connection: str, config: ConnectionConfig, *, secrets: dict[str, str]) -> Driver:

@@ -20,7 +20,7 @@ import duckdb
 
 from khive.connections.catalog import CatalogSnapshot, Column, ColumnSample, ForeignKey, Table
 from khive.connections.config import ConnectionConfig, SamplePolicy
-from khive.connections.driver import QueryResult
+from khive.connections.driver import HoldsConnection, QueryResult
 from khive.connections.types import TEXT_LIKE, build_column, query_result, quote, sample_tables, schema_selected
 from khive.errors import KhiveError
 
@@ -48,7 +48,7 @@ ORDER BY schema_name, table_name, constraint_index
 _SAMPLE_SEED = 42
 
 
-class DuckDbDriver:
+class DuckDbDriver(HoldsConnection[duckdb.DuckDBPyConnection]):
     name = "duckdb"
     dialect = "duckdb"
 
@@ -73,17 +73,6 @@ class DuckDbDriver:
             raise KhiveError(f"connection {self.connection!r}: cannot open DuckDB file {str(self.path)!r}: {exc}",
                              code="connection_failed", details={"connection": self.connection}) from None
         return self._conn
-
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
-    def __enter__(self) -> DuckDbDriver:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     @contextmanager
     def _deadline(self, conn: duckdb.DuckDBPyConnection, timeout_s: float) -> Iterator[threading.Event]:

@@ -23,7 +23,7 @@ from psycopg.rows import dict_row
 
 from khive.connections.catalog import CatalogSnapshot, Column, ColumnSample, ForeignKey, Table, TableKind
 from khive.connections.config import ConnectionConfig
-from khive.connections.driver import QueryResult
+from khive.connections.driver import HoldsConnection, QueryResult
 from khive.connections.types import (
     build_column,
     normalize_type,
@@ -98,7 +98,7 @@ def _ms(seconds: float) -> int:
     return max(1, round(seconds * 1000))
 
 
-class PostgresDriver:
+class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
     name = "postgres"
     dialect = "postgres"
 
@@ -146,17 +146,6 @@ class PostgresDriver:
         conn.read_only = True  # every transaction: BEGIN READ ONLY
         self._conn = conn
         return conn
-
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
-    def __enter__(self) -> PostgresDriver:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _error(self, exc: psycopg.Error, timeout_s: float) -> KhiveError:
         details = {"connection": self.connection, "sqlstate": exc.sqlstate}

@@ -16,7 +16,7 @@ from typing import Any
 
 from khive.connections.catalog import CatalogSnapshot, Column, ColumnSample, ForeignKey, Table
 from khive.connections.config import ConnectionConfig
-from khive.connections.driver import QueryResult
+from khive.connections.driver import HoldsConnection, QueryResult
 from khive.connections.types import build_column, query_result, quote, sample_sql, sample_tables, schema_selected
 from khive.errors import KhiveError
 
@@ -40,7 +40,7 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-class SqliteDriver:
+class SqliteDriver(HoldsConnection[sqlite3.Connection]):
     name = "sqlite"
     dialect = "sqlite"
 
@@ -76,17 +76,6 @@ class SqliteDriver:
         conn.text_factory = _text
         self._conn = conn
         return conn
-
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
-    def __enter__(self) -> SqliteDriver:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _run(self, sql: str, params: Sequence[Any] = (), *, timeout_s: float, limit: int | None = None,
              ) -> tuple[list[tuple[Any, ...]], Any]:
