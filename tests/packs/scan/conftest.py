@@ -2,16 +2,12 @@ from __future__ import annotations
 
 import random
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from khive.bootstrap import open_runtime
-from khive.context import CLI, Context
-from khive.dispatch import dispatch
-from khive.dsl import parse
 from khive.project.layout import init_project
 from khive.runtime import Runtime
 
@@ -50,11 +46,6 @@ def build_shop(path: Path, *, seed: int = 1) -> Path:
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
     init_project(root, "ann")
@@ -71,13 +62,3 @@ async def runtime(project: Path) -> AsyncIterator[Runtime]:
     runtime = open_runtime(project, {"KHIVE_PACKS": "core,scan"})
     yield runtime
     await runtime.aclose()
-
-
-@pytest.fixture
-def call(runtime: Runtime) -> Callable[..., Any]:
-    async def call(text: str, principal: str = "operator:ann", **kwargs: Any) -> dict[str, Any]:
-        envelope = await dispatch(parse(text), Context(runtime, principal, CLI, presentation="verbose", **kwargs))
-        (result,) = envelope["results"]
-        return dict(result["result"]) if result["ok"] else {"error": result["error"]}
-
-    return call

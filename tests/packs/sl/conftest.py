@@ -5,21 +5,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sl_shop import PACKS, Call, build_shop, configure
 
 from khive.bootstrap import open_runtime
-from khive.context import CLI, Context
-from khive.dispatch import dispatch
-from khive.dsl import parse
 from khive.runtime import Runtime
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture
@@ -39,16 +30,6 @@ async def runtime(project: Path) -> AsyncIterator[Runtime]:
     await runtime.aclose()
 
 
-@pytest.fixture
-def call(runtime: Runtime) -> Call:
-    """Run one op and return its result (or {"error": ...} when it failed)."""
-
-    async def call(text: str, principal: str = "operator:ann", **kwargs: Any) -> dict[str, Any]:
-        envelope = await dispatch(parse(text), Context(runtime, principal, CLI, presentation="verbose", **kwargs))
-        (result,) = envelope["results"]
-        return dict(result["result"]) if result["ok"] else {"error": result["error"]}
-
-    return call
 
 
 @pytest.fixture
