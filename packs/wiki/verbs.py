@@ -96,7 +96,8 @@ def _exists(ctx: Context, key: str) -> bool:
 def _links(page: Page, ctx: Context) -> dict[str, Any]:
     targets = [*page.meta.refs, *(key for _, key in page.meta.relations.pairs())]
     unresolved = sorted({key for key in targets if not _exists(ctx, key)})
-    unresolved_sl = sorted(name for name in page.meta.sl_refs if ctx.runtime.index.get(f"sl:{name}") is None)
+    known = ctx.runtime.index.existing([f"sl:{name}" for name in page.meta.sl_refs])  # one query for all
+    unresolved_sl = sorted(name for name in page.meta.sl_refs if f"sl:{name}" not in known)
     return {"unresolved_refs": unresolved, "unresolved_sl_refs": unresolved_sl}
 
 
