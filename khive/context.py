@@ -14,7 +14,6 @@ if TYPE_CHECKING:
 CLI = "cli"
 MCP_STDIO = "mcp-stdio"
 MCP_HTTP = "mcp-http"
-INPROC = "inproc"
 WIRE_TRANSPORTS = frozenset({MCP_STDIO, MCP_HTTP})
 
 PRESENTATIONS = ("agent", "verbose", "human")

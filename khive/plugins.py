@@ -25,7 +25,6 @@ log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "khive.packs"
 ALWAYS_LOADED = ("core",)
-DEFAULT_PACKS = ("core",)
 
 
 def available_packs() -> dict[str, Any]:

@@ -83,10 +83,6 @@ def vanished(previous: Mapping[str, Any] | None, current: Mapping[str, Any]) -> 
     return sorted(key for key in (previous or {}).get("tables", {}) if key not in now)
 
 
-def patterns_changed(previous: Mapping[str, Any] | None, current: Mapping[str, Any]) -> bool:
-    return (previous or {}).get("patternsHash") != current.get("patternsHash")
-
-
 def stage(project: Path, connection: str, sync_id: str, *, dialect: str, templates: Sequence[AggregatedTemplate],
           batch: BatchResult, bucketed: Bucketed, window: Mapping[str, str | None] | None = None,
           findings: Sequence[ProbeFinding] = (), warnings: Sequence[str] = ()) -> StagedRun:
