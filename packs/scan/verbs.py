@@ -22,6 +22,17 @@ def _shard_cache(ctx: Context) -> ShardCache:
     return cache
 
 
+def _run_tables(ctx: Context, connection: str, sync: str) -> dict[str, dict[str, Any]]:
+    """A run's table artifacts; runs are immutable, so a warm process reads each one once (last 4 kept)."""
+    runs: dict[tuple[str, str], dict[str, dict[str, Any]]] = ctx.runtime.services.setdefault("scan.runs", {})
+    key = (connection, sync)
+    if key not in runs:
+        runs[key] = read_run_tables(ctx.runtime.project, connection, sync)
+        while len(runs) > 4:
+            runs.pop(next(iter(runs)))
+    return runs[key]
+
+
 def _require_scan(ctx: Context, connection: str) -> str:
     ctx.runtime.connection(connection)
     sync = latest_sync(ctx.runtime.project, connection)
@@ -94,7 +105,7 @@ class EntityParams(Params):
 async def entity(params: EntityParams, ctx: Context) -> dict[str, Any]:
     """Everything known about a table (or one column): columns, keys, FKs in and out, samples, usage."""
     sync = _require_scan(ctx, params.connection)
-    artifacts = read_run_tables(ctx.runtime.project, params.connection, sync)
+    artifacts = _run_tables(ctx, params.connection, sync)
     shards = read_shard_tables(ctx.runtime.files, params.connection, _shard_cache(ctx))
     key = _resolve_table(params.table, artifacts)
     table = artifacts[key]
@@ -161,8 +172,8 @@ async def diff(params: DiffParams, ctx: Context) -> dict[str, Any]:
             raise NotFound(f"no scan {sync!r} for {params.connection}; scans: {', '.join(history)}",
                            code="scan_missing")
     before_id = params.from_ or (history[history.index(to) - 1] if history.index(to) > 0 else None)
-    before = read_run_tables(ctx.runtime.project, params.connection, before_id) if before_id else {}
-    after = read_run_tables(ctx.runtime.project, params.connection, to)
+    before = _run_tables(ctx, params.connection, before_id) if before_id else {}
+    after = _run_tables(ctx, params.connection, to)
     return {"from": before_id, "to": to, "diffSummary": diff_runs(before, after)}
 
 
