@@ -11,9 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio.to_thread
-from pydantic import Field, ValidationError
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
+from pydantic import Field
 
 from khive.connections.readonly import run_read_only
 from khive.context import Context
@@ -21,40 +19,34 @@ from khive.errors import NotFound
 from khive.verbs import Params, Verb
 from packs.sl.compiler import AdHocMeasure, Compiled, CompileError, compile_query
 from packs.sl.models import Source
+from packs.sl.store import SL_ROOT, list_sources
+from packs.sl.validate import parse_source
 
 if TYPE_CHECKING:
     from khive.runtime import Runtime
 
-LAYER_DIR = "semantic-layer"
+
 Include = Literal["sql", "plan"]
 
 
 def load_sources(runtime: Runtime, connection: str) -> tuple[dict[str, Source], list[str]]:
     """The connection's sources by name, and a note for every file that did not load (it is skipped)."""
     runtime.connection(connection)  # unknown connection: connection_not_found
-    folder = runtime.project / LAYER_DIR / connection
-    files = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]) if folder.is_dir() else []
-    if not files:
+    found = list_sources(runtime.files, connection)
+    if not found:
         raise NotFound(f"no semantic-layer sources for connection {connection!r}: write "
-                       f"{LAYER_DIR}/{connection}/<source>.yaml", code="sources_not_found",
+                       f"{SL_ROOT}/{connection}/<source>.yaml", code="sources_not_found",
                        details={"connection": connection})
-    yaml = YAML(typ="safe", pure=True)
     sources: dict[str, Source] = {}
     problems: list[str] = []
-    for path in files:
-        shown = path.relative_to(runtime.project).as_posix()
+    for _, _, path in found:
         try:
-            source = Source.model_validate(yaml.load(path.read_text(encoding="utf-8")))
-        except YAMLError as exc:
-            problems.append(f"{shown} skipped: not valid YAML ({str(exc).splitlines()[0]})")
-            continue
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first["loc"]) or "source"
-            problems.append(f"{shown} skipped: {where}: {first['msg']}")
+            source = parse_source(runtime.files.read_text(path) or "", path)
+        except ValueError as exc:  # located: file, line, field and fix
+            problems.append(f"{path} skipped: {exc}")
             continue
         if source.name in sources:
-            problems.append(f"{shown} skipped: source {source.name!r} is already defined by another file")
+            problems.append(f"{path} skipped: source {source.name!r} is already defined by another file")
             continue
         sources[source.name] = source
     return sources, problems
