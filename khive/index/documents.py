@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,14 @@ class Document:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     edges: Sequence[Edge] = ()
     embed_text: str | None = None  # what the vector lane sees; default: title, summary and body
+
+
+_SPLIT_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-.\s]+")
+
+
+def words(name: str) -> str:
+    """``customerId`` / ``customer_id`` -> ``customer id``: lets a question's words meet identifiers."""
+    return " ".join(part.lower() for part in _SPLIT_RE.split(name) if part)
 
 
 def dedupe_edges(edges: Sequence[Edge]) -> list[Edge]:

@@ -6,7 +6,6 @@ historical run under raw-sources/, keeps exactly one version of each table in th
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,21 +13,13 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from khive.hookspecs import EdgeRule
-from khive.index.documents import Document, Edge, FileSource, dedupe_edges
+from khive.index.documents import Document, Edge, FileSource, dedupe_edges, words
 
 TABLE, COLUMN = "table", "column"
 EDGE_RULES = (
     EdgeRule("fk", frozenset({TABLE}), frozenset({TABLE})),
     EdgeRule("contains", frozenset({TABLE}), frozenset({COLUMN})),
 )
-_SPLIT_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-.\s]+")
-
-
-def words(name: str) -> str:
-    """``customerId`` / ``customer_id`` -> ``customer id``: lets a question's words meet identifiers."""
-    return " ".join(part.lower() for part in _SPLIT_RE.split(name) if part)
-
-
 def table_id(connection: str, db: str, name: str) -> str:
     return f"table:{connection}:{db}.{name}"
 

@@ -8,12 +8,11 @@ measures and dimensions, ``sl_table`` from a source to the scanned table it read
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from khive.hookspecs import EdgeRule
-from khive.index.documents import Document, Edge, FileSource, dedupe_edges
+from khive.index.documents import Document, Edge, FileSource, dedupe_edges, words
 from packs.sl.models import Source
 from packs.sl.store import SL_ROOT, split_path
 from packs.sl.validate import Known, parse_source
@@ -26,14 +25,6 @@ EDGE_RULES = (
     EdgeRule("contains", frozenset({SOURCE_KIND}), frozenset({MEASURE_KIND, DIMENSION_KIND})),
     EdgeRule("sl_table", frozenset({SOURCE_KIND}), frozenset({TABLE_KIND})),
 )
-_SPLIT_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-.\s]+")
-
-
-def words(name: str) -> str:
-    """``order_count`` / ``orderCount`` -> ``order count``: lets a question's words meet identifiers."""
-    return " ".join(part.lower() for part in _SPLIT_RE.split(name) if part)
-
-
 def name_words(name: str) -> str:
     """The name and, when they differ, its words: ``order_count order count``, but ``status`` once."""
     spaced = words(name)

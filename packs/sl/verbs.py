@@ -13,6 +13,7 @@ from ruamel.yaml.error import YAMLError
 
 from khive.context import Context
 from khive.errors import NotFound, OpError
+from khive.index.documents import words
 from khive.verbs import Params, Verb, Visibility
 from packs.sl.bootstrap import bootstrap_connection
 from packs.sl.dictionary import dictionary_search
@@ -21,7 +22,6 @@ from packs.sl.index import (
     indexed_sources,
     known_sources,
     source_id,
-    words,
 )
 from packs.sl.models import NAME_RE, Source
 from packs.sl.store import (
