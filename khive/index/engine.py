@@ -22,7 +22,7 @@ import numpy as np
 
 from khive.hookspecs import EdgeRule
 from khive.index import search as search_mod
-from khive.index.documents import Document, IndexSource, owns, owns_relative
+from khive.index.documents import FIELDS, Document, IndexSource, owns, owns_relative
 from khive.index.embed import Embedder
 from khive.index.scanstat import stat_walk_paths
 from khive.index.store import connect, delete_item_docs, doc_rows, insert_doc
@@ -273,12 +273,73 @@ class RetrievalIndex:
                                    tuple(doc_ids)).fetchall()
         return {str(row[0]) for row in rows}
 
+    def edge_map(self, doc_ids: Sequence[str], *, direction: str = "out",
+                 relations: Sequence[str] | None = None) -> dict[str, list[tuple[str, str]]]:
+        """doc id -> sorted (relation, other id) for the edges of many documents (one query, no refresh)."""
+        if not doc_ids:
+            return {}
+        column, other = ("source_id", "target_id") if direction == "out" else ("target_id", "source_id")
+        sql = f"SELECT {column}, relation, {other} FROM edges WHERE {column} IN ({', '.join('?' * len(doc_ids))})"
+        params: list[Any] = list(doc_ids)
+        if relations:
+            sql += f" AND relation IN ({', '.join('?' * len(relations))})"
+            params.extend(relations)
+        out: dict[str, list[tuple[str, str]]] = {}
+        with self._lock:
+            for owner, relation, target in self.db.execute(sql + " ORDER BY 1, 2, 3", params):
+                out.setdefault(str(owner), []).append((str(relation), str(target)))
+        return out
+
+    def degrees(self, doc_ids: Sequence[str], *, relations: Sequence[str]) -> dict[str, int]:
+        """doc id -> number of incoming ``relations`` edges (one query, no refresh): how much of a hub it is."""
+        if not doc_ids or not relations:
+            return {}
+        with self._lock:
+            rows = self.db.execute(
+                f"SELECT target_id, count(*) FROM edges WHERE target_id IN ({', '.join('?' * len(doc_ids))}) "
+                f"AND relation IN ({', '.join('?' * len(relations))}) GROUP BY target_id",
+                (*doc_ids, *relations)).fetchall()
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    def fields(self, doc_ids: Sequence[str]) -> dict[str, dict[str, str]]:
+        """doc id -> its FTS field texts (name, title, summary, tags, body, extra), for these documents only."""
+        if not doc_ids:
+            return {}
+        with self._lock:
+            rows = self.db.execute(
+                f"SELECT d.id, {', '.join('f.' + name for name in FIELDS)} FROM docs d JOIN docs_fts f "
+                f"ON f.rowid = d.rowid WHERE d.id IN ({', '.join('?' * len(doc_ids))})", tuple(doc_ids)).fetchall()
+        return {str(r[0]): {name: str(r[i + 1] or "") for i, name in enumerate(FIELDS)} for r in rows}
+
+    def covered_terms(self, terms: Sequence[str], *, kinds: Sequence[str] | None = None,
+                      connection: str | None = None) -> set[str]:
+        """Which of ``terms`` match at least one document (with the kind/connection scope; no refresh)."""
+        found = set()
+        with self._lock:
+            for term in dict.fromkeys(terms):
+                if search_mod.fts_search(self.db, term, kinds=kinds, connection=connection, limit=1):
+                    found.add(term)
+        return found
+
+    def item_stamps(self) -> dict[str, str]:
+        """project-relative path -> content sha256 of every indexed file (no refresh)."""
+        with self._lock:
+            return {str(r[0]): str(r[1]) for r in self.db.execute("SELECT path, sha256 FROM items")}
+
     # reads ----------------------------------------------------------------------------------
     def get(self, doc_id: str, *, refresh: bool = True) -> dict[str, Any] | None:
         if refresh:
             self.refresh()
         rows = doc_rows(self.db, "id = ?", (doc_id,))
         return rows[0] if rows else None
+
+    def rows(self, doc_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The stored rows of these documents, in id order (one query, no refresh)."""
+        if not doc_ids:
+            return []
+        with self._lock:
+            rows = doc_rows(self.db, f"id IN ({', '.join('?' * len(doc_ids))})", tuple(doc_ids))
+        return sorted(rows, key=lambda row: str(row["id"]))
 
     def documents(self, *, kind: str | None = None) -> list[dict[str, Any]]:
         with self._lock:

@@ -1,0 +1,169 @@
+"""One ranking over every lane of the shared index: reciprocal rank fusion plus structure.
+
+Each lane (wiki, semantic layer, raw tables, raw columns) is one index search; each engine inside it
+(fts, vector) contributes ``1 / (K + rank)``. Structure then adds bounded bonuses, each recorded:
+a table is lifted by its matching columns, a table (or SL source) joined to two of the best matches
+is lifted as their bridge, usage tiers and curated SL descriptions are mild priors, and documents
+with many incoming links are damped so one hub does not flood the list.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from packs.discover.refs import discover_kind
+
+K = 60
+LANES: dict[str, tuple[str, ...]] = {
+    "wiki": ("wiki",),
+    "semantic_layer": ("sl_source", "sl_measure", "sl_dimension"),
+    "raw_tables": ("table",),
+    "raw_columns": ("column",),
+}
+# Bonuses are fractions of a first-rank contribution; their sum is capped so scores stay in 0..1.
+BONUS_CAP = 1.0
+COLUMN_LIFT = (0.6, 0.3, 0.15)  # the best three matching columns of a table, in order
+BRIDGE = 0.8
+TIER_PRIOR = {"high": 0.15, "mid": 0.07, "low": 0.0, "unused": -0.1}
+CURATED_PRIOR = 0.05
+HUB_RELATIONS = ("refs", "fk", "sl_refs", "sl_table", "related_to", "supports")
+HUB_FREE_DEGREE = 3  # this many incoming links cost nothing
+
+
+@dataclass
+class Candidate:
+    doc_id: str
+    index_kind: str
+    kind: str
+    title: str
+    metadata: dict[str, Any]
+    path: str
+    connection: str | None
+    lanes: dict[str, dict[str, float]] = field(default_factory=dict)
+    base: float = 0.0
+    bonuses: dict[str, float] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
+    reached: str | None = None  # why a document that did not match is here (columns, bridge, related_to, ...)
+
+    @property
+    def fused(self) -> float:
+        return self.base + sum(self.bonuses.values())
+
+    def add_bonus(self, name: str, value: float) -> None:
+        room = BONUS_CAP * first_rank() - sum(v for v in self.bonuses.values() if v > 0)
+        value = min(value, max(room, 0.0)) if value > 0 else value
+        if value:
+            self.bonuses[name] = round(self.bonuses.get(name, 0.0) + value, 6)
+
+
+def first_rank() -> float:
+    return 1.0 / (K + 1)
+
+
+def candidate_from_row(row: Any) -> Candidate:
+    """A candidate from an index hit or a ``get`` row (dict)."""
+    if isinstance(row, dict):
+        meta = row["metadata"]
+        return Candidate(row["id"], row["kind"], discover_kind(row["kind"], meta), row["title"], meta, row["path"],
+                         row["connection"])
+    return Candidate(row.id, row.kind, discover_kind(row.kind, row.metadata), row.title, row.metadata, row.path,
+                     row.connection)
+
+
+def gather(index: Any, text: str, *, connection: str | None, depth: int) -> tuple[dict[str, Candidate], int]:
+    """Every lane's hits as candidates with their RRF base; and how many engines returned anything."""
+    found: dict[str, Candidate] = {}
+    engines: set[str] = set()
+    for lane, kinds in LANES.items():
+        lane_depth = depth * 4 if lane == "raw_columns" else depth
+        hits = index.search(text, kinds=list(kinds), connection=None if lane == "wiki" else connection,
+                            limit=lane_depth, snippets=False, refresh=False)
+        for hit in hits:
+            candidate = found.setdefault(hit.id, candidate_from_row(hit))
+            for engine, evidence in hit.lanes.items():
+                engines.add(engine)
+                candidate.lanes[f"{lane}.{engine}"] = evidence
+                candidate.base += 1.0 / (K + int(evidence["rank"]))
+    return found, max(len(engines), 1)
+
+
+def table_of(column_doc_id: str) -> str:
+    """``column:c:db.t.col`` -> ``table:c:db.t``."""
+    _, connection, qualified = column_doc_id.split(":", 2)
+    return f"table:{connection}:{qualified.rsplit('.', 1)[0]}"
+
+
+def lift_tables_by_columns(index: Any, found: dict[str, Candidate]) -> None:
+    by_table: dict[str, list[Candidate]] = {}
+    for candidate in found.values():
+        if candidate.index_kind == "column":
+            by_table.setdefault(table_of(candidate.doc_id), []).append(candidate)
+    missing = [table for table in by_table if table not in found]
+    for row in index.rows(missing) if missing else []:
+        found[row["id"]] = candidate_from_row(row)
+        found[row["id"]].reached = "columns"
+    for table, columns in by_table.items():
+        target = found.get(table)
+        if target is None:
+            continue
+        columns.sort(key=lambda c: (-c.base, c.doc_id))
+        lift = sum(weight * column.base for weight, column in zip(COLUMN_LIFT, columns, strict=False))
+        target.add_bonus("columns", lift)
+
+
+def lift_bridges(index: Any, found: dict[str, Candidate], *, kind: str, relations: Sequence[str],
+                 top: int = 4) -> None:
+    """A document linked to two or more of the ``top`` best of ``kind`` is their bridge."""
+    best = sorted((c for c in found.values() if c.index_kind == kind), key=lambda c: (-c.fused, c.doc_id))[:top]
+    if len(best) < 2:
+        return
+    ids = [c.doc_id for c in best]
+    links: dict[str, set[str]] = {}
+    for direction in ("out", "in"):
+        for owner, edges in index.edge_map(ids, direction=direction, relations=list(relations)).items():
+            for _relation, other in edges:
+                if other != owner:
+                    links.setdefault(other, set()).add(owner)
+    bridges = {other: sorted(owners) for other, owners in links.items() if len(owners) >= 2}
+    missing = [other for other in bridges if other not in found]
+    for row in index.rows(missing) if missing else []:
+        if row["kind"] == kind:
+            found[row["id"]] = candidate_from_row(row)
+            found[row["id"]].reached = "bridge"
+    score = {c.doc_id: c.fused for c in best}
+    for other, owners in sorted(bridges.items()):
+        target = found.get(other)
+        if target is None or target.index_kind != kind:
+            continue
+        linked = sorted((score[o] for o in owners), reverse=True)
+        target.add_bonus("bridge", BRIDGE * linked[1])
+        target.flags.append("bridge:" + ",".join(owners))
+
+
+def apply_priors(index: Any, found: dict[str, Candidate]) -> None:
+    ids = sorted(found)
+    degrees = index.degrees(ids, relations=list(HUB_RELATIONS))
+    for candidate in found.values():
+        meta = candidate.metadata
+        reference = max(candidate.base, first_rank() * 0.5)
+        tier = meta.get("frequencyTier")
+        if tier in TIER_PRIOR and TIER_PRIOR[tier]:
+            candidate.add_bonus("usage", TIER_PRIOR[tier] * reference)
+        if candidate.index_kind in ("sl_source", "sl_measure", "sl_dimension") and meta.get("description"):
+            candidate.add_bonus("curated", CURATED_PRIOR * reference)
+        degree = degrees.get(candidate.doc_id, 0)
+        if degree > HUB_FREE_DEGREE and candidate.base > 0:
+            damp = candidate.base * (1.0 - 1.0 / (1.0 + 0.1 * math.log1p(degree - HUB_FREE_DEGREE)))
+            candidate.add_bonus("hub", -damp)
+
+
+def ordered(candidates: Iterable[Candidate]) -> list[Candidate]:
+    return sorted(candidates, key=lambda c: (-round(c.fused, 9), c.doc_id))
+
+
+def normalised(candidate: Candidate, engines: int) -> float:
+    best = engines * first_rank() + BONUS_CAP * first_rank()
+    return round(max(0.0, min(1.0, candidate.fused / best)), 4)
