@@ -24,9 +24,10 @@ LANES: dict[str, tuple[str, ...]] = {
     "raw_columns": ("column",),
 }
 # Bonuses are fractions of a first-rank contribution; their sum is capped so scores stay in 0..1.
-BONUS_CAP = 1.0
-COLUMN_LIFT = (0.6, 0.3, 0.15)  # the best three matching columns of a table, in order
+BONUS_CAP = 3.0
+COLUMN_LIFT = (1.0, 0.5, 0.25)  # the best three matching columns of a table, in order
 BRIDGE = 0.8
+JOINABLE = 0.3
 TIER_PRIOR = {"high": 0.15, "mid": 0.07, "low": 0.0, "unused": -0.1}
 CURATED_PRIOR = 0.05
 HUB_RELATIONS = ("refs", "fk", "sl_refs", "sl_table", "related_to", "supports")
@@ -140,7 +141,25 @@ def lift_bridges(index: Any, found: dict[str, Candidate], *, kind: str, relation
             continue
         linked = sorted((score[o] for o in owners), reverse=True)
         target.add_bonus("bridge", BRIDGE * linked[1])
-        target.flags.append("bridge:" + ",".join(owners))
+        if target.bonuses.get("bridge"):
+            target.flags.append("bridge:" + ",".join(owners))
+
+
+def lift_joinable(index: Any, found: dict[str, Candidate], *, kind: str, relations: Sequence[str],
+                  top: int = 2) -> None:
+    """A matching document one join away from one of the ``top`` best is likelier part of the same answer."""
+    best = sorted((c for c in found.values() if c.index_kind == kind), key=lambda c: (-c.fused, c.doc_id))[:top]
+    adjacent: dict[str, set[str]] = {}
+    for direction in ("out", "in"):
+        for owner, edges in index.edge_map([c.doc_id for c in best], direction=direction,
+                                           relations=list(relations)).items():
+            for _relation, other in edges:
+                if other != owner:
+                    adjacent.setdefault(other, set()).add(owner)
+    for other, owners in sorted(adjacent.items()):
+        target = found.get(other)
+        if target is not None and target.index_kind == kind and target.base > 0:
+            target.add_bonus("joinable", JOINABLE * target.base)
 
 
 def apply_priors(index: Any, found: dict[str, Candidate]) -> None:

@@ -24,6 +24,7 @@ def rank_candidates(index: Any, query: str, *, connection: str | None, user: str
     relations.apply(index, found, query=query, user=user, include_recaps=include_recaps, today=today)
     rank.lift_tables_by_columns(index, found)
     rank.apply_priors(index, found)
+    rank.lift_joinable(index, found, kind="table", relations=("fk",))
     rank.lift_bridges(index, found, kind="table", relations=("fk",))
     rank.lift_bridges(index, found, kind="sl_source", relations=("join",))
     return rank.ordered(found.values()), engines, terms
