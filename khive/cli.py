@@ -90,6 +90,12 @@ def _parser() -> argparse.ArgumentParser:
     scan.add_argument("connection")
     scan.set_defaults(handler=_scan)
 
+    from khive import cli_ingest
+
+    ingest = commands.add_parser("ingest", help="read a connection's query history into usage and patterns")
+    cli_ingest.add_arguments(ingest)
+    ingest.set_defaults(handler=cli_ingest.handler)
+
     demo = commands.add_parser("demo", help="run the built-in example")
     demo.add_argument("dir", nargs="?", default=None)
     demo.set_defaults(handler=_demo)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 import orjson
@@ -22,8 +23,12 @@ from khive.context import MCP_HTTP, MCP_STDIO, PRESENTATIONS, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.errors import DslSyntaxError
+from khive.mcp_sampling import SAMPLE_KEY, Sampler
 from khive.runtime import Runtime
 from khive.verbs import Visibility
+
+if TYPE_CHECKING:
+    from khive.daemon.paths import DaemonSettings
 
 TOOL_NAME = "request"
 INVALID_PARAMS = -32602
@@ -83,6 +88,31 @@ async def local_dispatch(text: str, ctx: Context) -> dict[str, Any]:
     return await dispatch(parse(text), ctx)
 
 
+def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: DaemonSettings,
+                          note: Callable[[str], None] | None = None) -> Dispatcher:
+    """Forward each call through the warm daemon (``khive.client``); dispatch locally when it says so."""
+    import anyio.from_thread
+    import anyio.to_thread
+
+    from khive.client import Call, Forwarded, forward_or_spawn
+
+    async def dispatcher(text: str, ctx: Context) -> dict[str, Any]:
+        call = Call(text, parse(text), ctx.principal, ctx.transport, ctx.presentation, ctx.request_id, ctx.user)
+
+        def progress(done: float, total: float | None, message: str | None) -> None:
+            anyio.from_thread.run(ctx.progress, done, total, message)
+
+        outcome = await anyio.to_thread.run_sync(
+            lambda: forward_or_spawn(call, project=project, env=env, settings=settings, on_progress=progress))
+        if isinstance(outcome, Forwarded):
+            return outcome.envelope
+        if note is not None:
+            note(f"dispatching locally: {outcome.reason}")
+        return await local_dispatch(text, ctx)
+
+    return dispatcher
+
+
 def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,
                  dispatcher: Dispatcher = local_dispatch, user: str = "") -> Server[Any]:
     """A low-level MCP server exposing the one ``request`` tool."""
@@ -95,7 +125,7 @@ def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,
         )])
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-                        ) -> types.CallToolResult:
+                        ) -> types.CallToolResult | types.InputRequiredResult:
         if params.name != TOOL_NAME:
             raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}; khive has one tool: {TOOL_NAME}")
         arguments = params.arguments or {}
@@ -108,9 +138,14 @@ def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,
         async def progress(done: float, total: float | None, message: str | None) -> None:
             await ctx.session.report_progress(done, total, message)
 
+        sampler = Sampler(ctx, params)  # MCP sampling for handlers that want the client's LLM
         request_ctx = Context(runtime, _principal(ctx, transport), transport, presentation=presentation,
-                              request_id=request_id, progress=progress, extra={"mcp": ctx}, user=user)
+                              request_id=request_id, progress=progress, extra={"mcp": ctx, SAMPLE_KEY: sampler},
+                              user=user)
         envelope = await dispatcher(text, request_ctx)
+        asked = sampler.input_required()  # 2026-07-28: samples travel in a second round of the same call
+        if asked is not None:
+            return asked
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=orjson.dumps(envelope).decode())],
             structured_content=envelope,

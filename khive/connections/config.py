@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -48,6 +48,8 @@ class ConnectionConfig(BaseModel):
     statement_timeout_s: float = Field(default=30.0, gt=0, le=3600)
     allow_functions: list[str] = Field(default_factory=list,
                                        description="extra SQL functions sql.execute may call here")
+    # the historic_sql pack's block, validated by that pack (the core does not know its shape)
+    historicSql: dict[str, Any] | None = None
 
     @field_validator("url")
     @classmethod

@@ -55,6 +55,7 @@ def band(value: float | None, bands: Bands) -> str:
 class Bucketed:
     tables: dict[str, dict[str, Any]]  # table key -> JSON-ready staged content
     patterns: list[dict[str, Any]]  # co-occurring table sets with their templates
+    totals: dict[str, dict[str, int]] = field(default_factory=dict)  # exact numbers: manifest only, never hashed
 
 
 class _Template:
@@ -132,7 +133,9 @@ def bucketize(templates: Sequence[AggregatedTemplate], parsed: Mapping[str, Pars
         for (table, other, pairs), weight in join_weights.items():
             tables[table].joins[(other, pairs)] = weight
         content = {name: _content(name, acc, top_templates) for name, acc in sorted(tables.items())}
-        return Bucketed(content, _patterns(sets, sql_per_set))
+        totals = {name: {"executions": acc.executions, "templates": sum(len(group) for group in acc.groups),
+                         "distinctUsers": max(acc.max_users, len(acc.users))} for name, acc in sorted(tables.items())}
+        return Bucketed(content, _patterns(sets, sql_per_set), totals)
 
 
 def _joins(result: ParsedTemplate) -> list[tuple[str, str, tuple[tuple[str, str], ...]]]:

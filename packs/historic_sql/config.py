@@ -16,9 +16,12 @@ unmarked.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from khive.errors import ConfigError
 
 FilterMode = Literal["exclude", "include", "mark-only"]
 
@@ -68,8 +71,17 @@ class HistoricSqlFilters(_Model):
     dropTrivialProbes: bool = Field(default=True, description="SELECT 1, SELECT version(): queries touching no table")
 
 
+Provider = Literal["deterministic", "agent", "sampling"]
+
+
 class HistoricSqlConfig(_Model):
     enabled: bool = Field(default=False, description="reading query history needs privileges: opt in")
+    provider: Provider = Field(default="deterministic", description="who writes usage narratives and patterns")
+    queryLog: str | None = Field(default=None, description="a JSONL/CSV query log, relative to the project; "
+                                                           "the source for sqlite and duckdb connections")
+    queryLogFormat: Literal["jsonl", "csv"] | None = None
+    searchPath: list[str] = Field(default_factory=list,
+                                  description="schemas unqualified names resolve against (default: the engine's)")
     windowDays: int = Field(default=90, ge=1, le=3650)
     minExecutions: int = Field(default=5, ge=1)
     concurrency: int = Field(default=12, ge=1, le=64)
@@ -82,3 +94,30 @@ class HistoricSqlConfig(_Model):
     @classmethod
     def _redaction(cls, value: list[str]) -> list[str]:
         return [_compiles(pattern) for pattern in value]
+
+
+def connection_settings(connection: str, raw: Mapping[str, Any] | None) -> HistoricSqlConfig:
+    """The validated ``historicSql:`` block of ``connection``; a ConfigError naming the key and the fix."""
+    try:
+        return HistoricSqlConfig.model_validate(dict(raw or {}))
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(["connections", connection, "historicSql", *(str(p) for p in first["loc"])])
+        if first["type"] == "extra_forbidden":
+            fix = f"remove {first['loc'][-1]!r}; known keys: {', '.join(_known(first['loc']))}"
+        elif first["type"] == "literal_error":
+            fix = f"use one of {first.get('ctx', {}).get('expected', '')}"
+        else:
+            fix = "see the historicSql settings in the README"
+        raise ConfigError(f"khive.yaml: {where}: {first['msg']}; fix: {fix}",
+                          details={"field": where, "fix": fix, "errors": len(exc.errors())}) from None
+
+
+def _known(loc: tuple[Any, ...]) -> list[str]:
+    model: type[BaseModel] = HistoricSqlConfig
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        annotation = getattr(field, "annotation", None)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            model = annotation
+    return sorted(model.model_fields)

@@ -101,6 +101,7 @@ def stage(project: Path, connection: str, sync_id: str, *, dialect: str, templat
                                              for name in p.unknown_tables).items())),
         "tables": {key: content_hash(content) for key, content in sorted(tables.items())},
         "tableFiles": {key: table_file(key) for key in sorted(tables)},
+        "tableTotals": bucketed.totals,
         "patternsHash": content_hash(patterns_doc),
         "readerFindings": [f.model_dump(mode="json") for f in findings],
     }

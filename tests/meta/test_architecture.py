@@ -9,7 +9,9 @@ from pathlib import Path
 from khive import hookspecs
 
 ROOT = Path(__file__).resolve().parents[2]
-COMPOSITION_ROOTS = {"khive/cli.py", "khive/mcp_server.py", "khive/bootstrap.py", "khive/example.py"}
+COMPOSITION_ROOTS = {"khive/cli.py", "khive/mcp_server.py", "khive/bootstrap.py", "khive/example.py",
+                     "khive/cli_ingest.py",
+                     "khive/client.py"}  # the daemon client: picks daemon or local dispatch
 
 
 def python_files(folder: str) -> list[Path]:

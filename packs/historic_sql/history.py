@@ -1,0 +1,83 @@
+"""Which reader a connection's history comes from, and the engine defaults that go with it.
+
+    historicSql.queryLog set      the query-log file (any driver; the only source for sqlite and duckdb)
+    postgres                      pg_stat_statements of the database the connection's url names
+    bigquery / snowflake          their job history views, run through the connection's driver
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from khive.connections.config import ConnectionConfig
+from khive.errors import ConfigError
+from khive.runtime import Runtime
+from packs.historic_sql.config import HistoricSqlConfig
+from packs.historic_sql.readers import ReaderResult
+
+DIALECTS = {"postgres": "postgres", "sqlite": "sqlite", "duckdb": "duckdb", "bigquery": "bigquery",
+            "snowflake": "snowflake"}
+SEARCH_PATHS = {"postgres": ("public",), "sqlite": ("main",), "duckdb": ("main",)}
+MAX_ROWS = 60_000
+
+
+def search_path(connection: ConnectionConfig, settings: HistoricSqlConfig) -> tuple[str, ...]:
+    return tuple(settings.searchPath) or SEARCH_PATHS.get(connection.driver, ())
+
+
+def query_log(runtime: Runtime, name: str, settings: HistoricSqlConfig) -> Path | None:
+    if settings.queryLog is None:
+        return None
+    path = Path(settings.queryLog)
+    return path if path.is_absolute() else runtime.project / path
+
+
+def read_history(runtime: Runtime, name: str, settings: HistoricSqlConfig) -> ReaderResult:
+    connection = runtime.connection(name)
+    dialect = DIALECTS[connection.driver]
+    log = query_log(runtime, name, settings)
+    if log is not None:
+        from packs.historic_sql.readers.logfile import read_logfile
+
+        return read_logfile(log, settings, dialect=dialect, log_format=settings.queryLogFormat)
+    if connection.driver == "postgres":
+        from packs.historic_sql.readers.postgres import read_postgres
+
+        return read_postgres(dsn(runtime, name, connection), settings, timeout_s=connection.statement_timeout_s)
+    if connection.driver in ("bigquery", "snowflake"):
+        return _warehouse(runtime, name, connection, settings)
+    raise ConfigError(f"connection {name!r} ({connection.driver}) keeps no query history of its own; set "
+                      f"connections.{name}.historicSql.queryLog to a JSONL or CSV query log",
+                      details={"field": f"connections.{name}.historicSql.queryLog",
+                               "fix": "queryLog: logs/queries.jsonl (sql, user, started_at, duration_ms, rows, error)"})
+
+
+def dsn(runtime: Runtime, name: str, connection: ConnectionConfig) -> str:
+    variable = (connection.url or "").removeprefix("env:")
+    value = runtime.secrets.get(variable)
+    if not value:
+        raise ConfigError(f"connection {name!r}: url refers to environment variable {variable}, which is not set",
+                          details={"variable": variable, "fix": f"export {variable}=..."})
+    return value
+
+
+def _warehouse(runtime: Runtime, name: str, connection: ConnectionConfig, settings: HistoricSqlConfig
+               ) -> ReaderResult:
+    driver = runtime.open_driver(name)
+
+    def runner(sql: str) -> list[dict[str, Any]]:
+        result = driver.execute(sql, limit=MAX_ROWS, timeout_s=max(connection.statement_timeout_s, 120.0))
+        names = [column["name"] for column in result.columns]
+        return [dict(zip(names, row, strict=True)) for row in result.rows]
+
+    try:
+        if connection.driver == "bigquery":
+            from packs.historic_sql.readers.bigquery import read_bigquery
+
+            return read_bigquery(runner, settings, project=connection.project, region=connection.region or "us")
+        from packs.historic_sql.readers.snowflake import read_snowflake
+
+        return read_snowflake(runner, settings)
+    finally:
+        driver.close()

@@ -1,0 +1,136 @@
+"""One ingest: reader -> filters -> batch parse -> bucketize -> stage -> digest -> projection.
+
+Everything up to staging is deterministic and LLM-free (the reader applies the filters). The work units
+are the staged inputs without a digest of the same content (``evidence.pending``); the provider digests
+them (``providers.py``); the projection then writes what the digests say into the shards, the SL sources
+and the pattern pages (``project``). An unchanged rerun stages byte-identical files, has no work units,
+digests nothing and rewrites no file.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, date, datetime
+from typing import Any
+
+import anyio.to_thread
+
+from khive.context import Context
+from khive.errors import NotFound, OpError
+from khive.project.runs import new_sync_id
+from packs.historic_sql import evidence, history, pages, projection
+from packs.historic_sql.bucketize import bucketize
+from packs.historic_sql.catalog import Catalog
+from packs.historic_sql.config import HistoricSqlConfig, connection_settings
+from packs.historic_sql.parse import ParseCache, parse_batch
+from packs.historic_sql.providers import digest_units
+from packs.historic_sql.stage import previous_manifest, read_manifest, stage, sync_ids, vanished
+
+STEPS = 5
+
+
+def settings_for(ctx: Context, connection: str) -> HistoricSqlConfig:
+    return connection_settings(connection, ctx.runtime.connection(connection).historicSql)
+
+
+async def ingest(ctx: Context, connection: str, *, window_days: int | None = None,
+                 provider: str | None = None) -> dict[str, Any]:
+    runtime = ctx.runtime
+    settings = settings_for(ctx, connection)
+    if not settings.enabled:
+        raise OpError(f"historic_sql is not enabled for connection {connection!r}; set "
+                      f"connections.{connection}.historicSql.enabled: true in khive.yaml (reading query history "
+                      "needs privileges, so it is opt-in)", code="historic_sql_disabled",
+                      details={"connection": connection})
+    if window_days is not None:
+        settings = settings.model_copy(update={"windowDays": window_days})
+    chosen = provider or settings.provider
+    catalog = Catalog.from_project(runtime.project, connection)
+    if not len(catalog):
+        raise NotFound(f"connection {connection!r} has no scan to resolve table names against; run "
+                       f"`khive scan {connection}` first", code="scan_missing", details={"connection": connection})
+    timings: dict[str, float] = {}
+    started = clock = time.perf_counter()
+    await ctx.progress(0, STEPS, f"{connection}: reading query history")
+    read = await anyio.to_thread.run_sync(history.read_history, runtime, connection, settings)
+    errors = [f for f in read.findings if f.severity == "error"]
+    if errors and not read.templates:
+        raise OpError(f"cannot read the query history of {connection!r}: {errors[0].message}; fix: {errors[0].fix}",
+                      code="history_unavailable",
+                      details={"findings": [f.model_dump(mode="json") for f in read.findings]})
+    timings["read_ms"] = _ms(clock)
+    await ctx.progress(1, STEPS, f"{connection}: parsing {len(read.templates)} templates")
+    clock = time.perf_counter()
+    search = history.search_path(runtime.connection(connection), settings)
+
+    def parse() -> Any:
+        cache = ParseCache.for_project(runtime.project, connection)
+        try:
+            return parse_batch(read.templates, catalog, search_path=search, concurrency=settings.concurrency,
+                               cache=cache)
+        finally:
+            cache.close()
+
+    batch = await anyio.to_thread.run_sync(parse)
+    timings["parse_ms"] = _ms(clock)
+    await ctx.progress(2, STEPS, f"{connection}: staging")
+    clock = time.perf_counter()
+    sync_id = new_sync_id()
+    dialect = history.DIALECTS[runtime.connection(connection).driver]
+
+    def staged() -> Any:
+        bucketed = bucketize(read.templates, batch.parsed)
+        return stage(runtime.project, connection, sync_id, dialect=dialect, templates=read.templates, batch=batch,
+                     bucketed=bucketed, findings=read.findings)
+
+    run = await anyio.to_thread.run_sync(staged)
+    previous = previous_manifest(runtime.project, connection, before=sync_id)
+    timings["stage_ms"] = _ms(clock)
+    units = evidence.pending(runtime.files, connection, run.manifest)
+    await ctx.progress(3, STEPS, f"{connection}: {len(units)} work units ({chosen})")
+    clock = time.perf_counter()
+    digested = await digest_units(ctx, connection, run.path, units, chosen, catalog)
+    timings["digest_ms"] = _ms(clock)
+    await ctx.progress(4, STEPS, f"{connection}: projecting usage and patterns")
+    clock = time.perf_counter()
+    projected = await anyio.to_thread.run_sync(lambda: project(ctx, connection, run.manifest, settings))
+    timings["project_ms"] = _ms(clock)
+    timings["total_ms"] = _ms(started)
+    await ctx.progress(5, STEPS, f"{connection}: ingest {sync_id} done")
+    remaining = evidence.pending(runtime.files, connection, run.manifest)
+    return {"connectionId": connection, "syncId": sync_id, "provider": chosen, "counts": run.manifest["counts"],
+            "workUnits": len(units), "digests": digested["digests"], "rejected": digested["rejected"],
+            "pendingUnits": [u.id for u in remaining], "vanishedTables": vanished(previous, run.manifest),
+            "projection": projected, "warnings": run.manifest["warnings"][:50],
+            "findings": [f.model_dump(mode="json") for f in read.findings], "parseStats": batch.stats,
+            "timings": timings}
+
+
+def project(ctx: Context, connection: str, manifest: dict[str, Any], settings: HistoricSqlConfig) -> dict[str, Any]:
+    """Passes A and B over the latest digests (Pass C, the index, follows the files by itself)."""
+    files, author = ctx.runtime.files, ctx.principal
+    today = _day(manifest["syncId"])
+    usages = evidence.current_usage(files, connection, manifest)
+    present = set(manifest.get("tables", {}))
+    shards = projection.project_shards(files, connection, usages, present, today.isoformat(), author=author)
+    sources = projection.project_sources(files, connection, usages, present, today.isoformat(), author=author)
+    found = evidence.current_patterns(files, connection, manifest)
+    pattern_pages = (pages.project_patterns(files, connection, found, today, settings.staleArchiveAfterDays,
+                                            author=author) if found is not None else {"pending": True})
+    return {"shards": shards, "sources": sources, "patterns": pattern_pages}
+
+
+def latest_manifest(ctx: Context, connection: str) -> dict[str, Any]:
+    ids = sync_ids(ctx.runtime.project, connection)
+    if not ids:
+        raise NotFound(f"connection {connection!r} has no historic_sql ingest yet; run `khive ingest {connection}`",
+                       code="ingest_missing", details={"connection": connection})
+    return read_manifest(ctx.runtime.project, connection, ids[-1])
+
+
+def _day(sync_id: str) -> date:
+    return datetime.strptime(sync_id[:8], "%Y%m%d").replace(tzinfo=UTC).date()
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 1)

@@ -1,0 +1,185 @@
+"""Pass B of the projection: pattern pages ``wiki/global/historic-sql/<slug>.md``.
+
+Pages are written in the wiki pack's file format (ADR 0014: markdown, YAML frontmatter between ``---``
+fences, the frontmatter keys ``packs/wiki/models.py`` allows), so ``wiki.read`` and ``wiki.search``
+serve them and the wiki's index source picks up exactly the files that changed. The wiki's frontmatter
+admits no keys of ours, so what slug matching needs (connection, tables, template ids) rides at the end
+of the body in one HTML comment, invisible when the page is rendered.
+
+Slugs are stable: a new pattern takes the slug of the existing page of the same connection whose tables
+plus template ids overlap its own by at least 60 % (Jaccard), best match first, each page at most once.
+An existing page no pattern matched gets ``stale_since`` (the run's date) and the ``stale`` tag; after
+``staleArchiveAfterDays`` it is ``archived`` (hidden from search, still readable). A pattern that comes
+back clears both.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from khive.project.store import FileStore
+
+PREFIX = "wiki/global/historic-sql/"
+TAGS = ["historic-sql", "pattern"]
+OVERLAP = 0.6
+_MARK_RE = re.compile(r"<!-- historic-sql: (\{.*?\}) -->", re.S)
+
+
+@dataclass
+class ExistingPage:
+    slug: str
+    path: str
+    front: dict[str, Any]
+    tables: list[str]
+    templates: list[str]
+
+    @property
+    def members(self) -> set[str]:
+        return {*self.tables, *self.templates}
+
+
+def page_path(slug: str) -> str:
+    return f"{PREFIX}{slug}.md"
+
+
+def existing_pages(files: FileStore, connection: str) -> dict[str, ExistingPage]:
+    out: dict[str, ExistingPage] = {}
+    for path in files.list(PREFIX, suffix=".md"):
+        slug = path[len(PREFIX):-3]
+        if "/" in slug:
+            continue
+        text = files.read_text(path) or ""
+        front = _frontmatter(text)
+        mark = _MARK_RE.search(text)
+        if front is None or mark is None:
+            continue  # not one of ours (a person's page in the same folder): never touched
+        try:
+            meta = json.loads(mark.group(1))
+        except json.JSONDecodeError:
+            continue
+        if meta.get("connection") != connection:
+            continue
+        out[slug] = ExistingPage(slug, path, front, list(meta.get("tables", [])), list(meta.get("templates", [])))
+    return out
+
+
+def _frontmatter(text: str) -> dict[str, Any] | None:
+    if not text.startswith("---\n"):
+        return None
+    end = text.find("\n---", 3)
+    if end < 0:
+        return None
+    try:
+        data = YAML(typ="safe").load(text[4:end + 1]) or {}
+    except YAMLError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 0.0
+
+
+def assign_slugs(patterns: Sequence[Mapping[str, Any]], pages: Mapping[str, ExistingPage]) -> list[str]:
+    """The slug each pattern is written under (see the module docstring)."""
+    scored = []
+    for index, pattern in enumerate(patterns):
+        members = {*pattern["tablesInvolved"], *pattern["constituentTemplateIds"]}
+        for slug, page in pages.items():
+            score = jaccard(members, page.members)
+            if score >= OVERLAP:
+                scored.append((-score, index, slug))
+    scored.sort()
+    chosen: dict[int, str] = {}
+    used: set[str] = set()
+    for _, index, slug in scored:
+        if index not in chosen and slug not in used:
+            chosen[index] = slug
+            used.add(slug)
+    out = []
+    for index, pattern in enumerate(patterns):
+        slug = chosen.get(index)
+        if slug is None:
+            slug, n = pattern["slug"], 2
+            while slug in used or (slug in pages and slug not in chosen.values()):
+                slug, n = f"{pattern['slug']}-{n}", n + 1
+            used.add(slug)
+        out.append(slug)
+    return out
+
+
+def render(pattern: Mapping[str, Any], connection: str, *, stale_since: str | None = None,
+           archived: bool = False) -> str:
+    tags = [*TAGS, *(["stale"] if stale_since else []), *(["archived"] if archived else [])]
+    narrative = pattern["narrative"].strip()
+    front: dict[str, Any] = {"title": pattern["title"], "summary": narrative.split(". ")[0].rstrip(".") + ".",
+                             "tags": tags, "kind": "pattern"}
+    if pattern.get("slRefs"):
+        front["sl_refs"] = list(pattern["slRefs"])
+    if stale_since:
+        front["stale_since"] = stale_since
+    if archived:
+        front["archived"] = True
+    yaml = YAML(typ="rt")
+    yaml.default_flow_style = False
+    stream = io.StringIO()
+    yaml.dump(front, stream)
+    tables = "\n".join(f"- `{table}`" for table in pattern["tablesInvolved"])
+    templates = pattern["constituentTemplateIds"]
+    mark = json.dumps({"connection": connection, "tables": list(pattern["tablesInvolved"]),
+                       "templates": list(templates)}, sort_keys=True)
+    body = (f"# {pattern['title']}\n\n{narrative}\n\n## Tables ({connection})\n\n{tables}\n\n"
+            f"## Definition\n\n```sql\n{pattern['definitionSql'].strip()}\n```\n\n"
+            f"Made of {len(templates)} query template{'s' if len(templates) != 1 else ''} from the query history.\n\n"
+            f"<!-- historic-sql: {mark} -->\n")
+    return f"---\n{stream.getvalue()}---\n\n{body}"
+
+
+def project_patterns(files: FileStore, connection: str, patterns: Sequence[Mapping[str, Any]], today: date,
+                     archive_after_days: int, *, author: str) -> dict[str, Any]:
+    """Write the pattern pages, mark the unseen ones stale or archived; what happened, by slug."""
+    pages = existing_pages(files, connection)
+    slugs = assign_slugs(patterns, pages)
+    written, stale, archived = [], [], []
+    for slug, pattern in zip(slugs, patterns, strict=True):
+        if files.write_text(page_path(slug), render(pattern, connection), author=author,
+                            message=f"historic_sql: pattern {slug}").changed:
+            written.append(slug)
+    for slug, page in sorted(pages.items()):
+        if slug in slugs:
+            continue
+        since = page.front.get("stale_since")
+        since_day = since if isinstance(since, date) else (date.fromisoformat(str(since)) if since else today)
+        is_archived = (today - since_day).days >= archive_after_days
+        text = files.read_text(page.path) or ""
+        updated = _restale(text, page.front, since_day.isoformat(), is_archived)
+        if files.write_text(page.path, updated, author=author, message=f"historic_sql: {slug} unseen").changed:
+            (archived if is_archived else stale).append(slug)
+    return {"slugs": slugs, "written": written, "stale": stale, "archived": archived}
+
+
+def _restale(text: str, front: dict[str, Any], since: str, archived: bool) -> str:
+    """The page with its frontmatter marked stale (and archived); the body untouched."""
+    tags = [tag for tag in front.get("tags", []) if tag not in ("stale", "archived")]
+    tags += ["stale", *(["archived"] if archived else [])]
+    updated = {**front, "tags": tags, "stale_since": since}
+    if archived:
+        updated["archived"] = True
+    for key, value in list(updated.items()):
+        if isinstance(value, date):
+            updated[key] = value.isoformat()
+    yaml = YAML(typ="rt")
+    yaml.default_flow_style = False
+    stream = io.StringIO()
+    yaml.dump(updated, stream)
+    end = text.find("\n---", 3)
+    return f"---\n{stream.getvalue()}---{text[end + 4:]}"

@@ -1,0 +1,182 @@
+"""Pass A of the projection: ``usage`` into the ``_schema`` shards and the matching SL sources.
+
+Only the historic_sql-managed keys of a ``usage`` block are touched (``MANAGED``); anything else a
+person put beside them stays. Every file is a locked read-modify-write through the project file store
+on a ruamel round-trip document (comments and key order survive), and a file whose merge changes
+nothing is not rewritten, so an unchanged rerun leaves every mtime alone and the index re-reads nothing.
+
+Drift: a table that has a usage block but is absent from this run's staged tables gets ``staleSince``
+(the run's date) and keeps its last narrative; when it shows up again the fresh usage replaces the
+block and ``staleSince`` goes. The scan keeps the ``usage`` key of a table (it is not scan-managed).
+
+The SL ``usage`` block is the same digest with joins written as text (``public.customers on a = b``),
+the shape ``packs/sl/models.py`` declares. A source matches a table by its ``table:`` (``schema.name``,
+or a bare name that only one staged table has).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
+
+from khive.project.store import FileStore
+
+MANAGED = ("narrative", "frequencyTier", "commonFilters", "commonGroupBys", "commonJoins", "staleSince")
+Usage = Mapping[str, Any]
+
+
+def _shard_yaml() -> YAML:  # the scan's settings: a merge must not reformat its shards
+    yaml = YAML(typ="rt")
+    yaml.default_flow_style = False
+    yaml.width = 120
+    return yaml
+
+
+def _sl_yaml() -> YAML:  # the semantic layer's settings
+    yaml = YAML(typ="rt")
+    yaml.default_flow_style = False
+    yaml.width = 120
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.preserve_quotes = True
+    return yaml
+
+
+def _edit(yaml: YAML, text: str | None, *, change: Callable[[CommentedMap], bool]) -> str | None:
+    """The new text when ``change`` edited the loaded document, else the text unchanged."""
+    if not text:
+        return text
+    document = yaml.load(text)
+    if not isinstance(document, CommentedMap) or not change(document):
+        return text
+    stream = io.StringIO()
+    yaml.dump(document, stream)
+    return stream.getvalue()
+
+
+def merge_usage(entry: CommentedMap, fresh: Usage | None, present: bool, today: str) -> bool:
+    """Apply one table's usage (or its absence) to ``entry``; True when something changed."""
+    current = entry.get("usage")
+    if fresh is not None:
+        block = current if isinstance(current, CommentedMap) else CommentedMap()
+        before = {key: block.get(key) for key in MANAGED}
+        wanted = {key: fresh.get(key) for key in MANAGED if fresh.get(key) not in (None, [], "")}
+        if {k: v for k, v in before.items() if v is not None} == wanted and isinstance(current, CommentedMap):
+            return False
+        for key in MANAGED:
+            if key in wanted:
+                block[key] = wanted[key]
+            else:
+                block.pop(key, None)
+        entry["usage"] = block
+        return True
+    if not isinstance(current, CommentedMap) or not any(key in current for key in MANAGED if key != "staleSince"):
+        return False
+    if present:  # staged but not digested yet (an agent's unit): it is not stale
+        if "staleSince" in current:
+            del current["staleSince"]
+            return True
+        return False
+    if current.get("staleSince"):
+        return False
+    current["staleSince"] = today
+    return True
+
+
+def project_shards(files: FileStore, connection: str, usages: Mapping[str, Usage], present: set[str],
+                   today: str, *, author: str) -> list[str]:
+    """Merge ``usages`` (table key -> usage) into every shard of ``connection``; the paths that changed."""
+    changed = []
+    for path in files.list(f"_schema/{connection}/", suffix=".yaml"):
+
+        def change(document: CommentedMap) -> bool:
+            tables = document.get("tables")
+            if not isinstance(tables, CommentedMap):
+                return False
+            schema, catalog = document.get("schema"), document.get("catalog")
+            edited = False
+            for name, entry in tables.items():
+                if not isinstance(entry, CommentedMap):
+                    continue
+                keys = [f"{schema}.{name}", f"{catalog}.{schema}.{name}"]
+                key = next((k for k in keys if k in usages or k in present), keys[0])
+                live = not entry.get("droppedInSync")
+                edited |= merge_usage(entry, usages.get(key) if live else None, key in present and live, today)
+            return edited
+
+        result = files.update(path, partial(_edit, _shard_yaml(), change=change), author=author,
+                              message=f"historic_sql: usage for {connection}")
+        if result.changed:
+            changed.append(path)
+    return changed
+
+
+def sl_usage(usage: Usage) -> dict[str, Any]:
+    """The SL form of a usage digest: joins as text."""
+    out = {key: usage[key] for key in MANAGED if key in usage and key != "commonJoins"}
+    joins = [f"{join['table']} on {', '.join(join['on'])}" for join in usage.get("commonJoins") or []]
+    if joins:
+        out["commonJoins"] = joins
+    return out
+
+
+def project_sources(files: FileStore, connection: str, usages: Mapping[str, Usage], present: set[str],
+                    today: str, *, author: str) -> list[str]:
+    """Merge usage into the SL sources of ``connection`` whose ``table:`` is a staged (or once-staged) table."""
+    by_name: dict[str, list[str]] = {}
+    for key in {*usages, *present}:
+        by_name.setdefault(key.rsplit(".", 1)[-1].lower(), []).append(key)
+    changed = []
+    for path in files.list(f"semantic-layer/{connection}/", suffix=".yaml"):
+
+        def change(document: CommentedMap) -> bool:
+            table = document.get("table")
+            if not isinstance(table, str):
+                return False
+            key = _match(table, usages, present, by_name)
+            if key is None:  # a table we never staged: only its stale marking can apply
+                return merge_usage(document, None, False, today) if "usage" in document else False
+            fresh = usages.get(key)
+            return merge_usage(document, sl_usage(fresh) if fresh is not None else None, key in present, today)
+
+        result = files.update(path, partial(_edit, _sl_yaml(), change=change), author=author,
+                              message=f"historic_sql: usage for {path}")
+        if result.changed:
+            changed.append(path)
+    return changed
+
+
+def _match(table: str, usages: Mapping[str, Usage], present: set[str], by_name: dict[str, list[str]]) -> str | None:
+    lowered = table.lower()
+    for key in (*usages, *present):
+        if key.lower() == lowered:
+            return key
+    if "." not in table:
+        candidates = by_name.get(lowered, [])
+        if len(candidates) == 1:
+            return candidates[0]
+    return None
+
+
+def sl_sources_by_table(files: FileStore, connection: str, tables: set[str]) -> dict[str, list[str]]:
+    """table key -> names of the SL sources over it (for patterns' ``slRefs``)."""
+    by_name: dict[str, list[str]] = {}
+    for key in tables:
+        by_name.setdefault(key.rsplit(".", 1)[-1].lower(), []).append(key)
+    out: dict[str, list[str]] = {}
+    yaml = YAML(typ="safe")
+    for path in files.list(f"semantic-layer/{connection}/", suffix=".yaml"):
+        try:
+            data = yaml.load(files.read_text(path) or "") or {}
+        except Exception:  # noqa: BLE001 -- a broken source is sl.validate's to report, not ours
+            continue
+        table, name = data.get("table") if isinstance(data, dict) else None, data.get("name")
+        if isinstance(table, str) and isinstance(name, str):
+            key = _match(table, {}, tables, by_name)
+            if key is not None:
+                out.setdefault(key, []).append(name)
+    return {key: sorted(names) for key, names in out.items()}

@@ -1,0 +1,242 @@
+"""Verbs of the historic_sql pack: ingest, status, work units, submit, usage, patterns, probe."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import anyio.to_thread
+import orjson
+from pydantic import Field
+
+from khive.context import Context
+from khive.errors import InvalidArgs, NotFound, OpError
+from khive.verbs import Params, Verb, Visibility
+from packs.historic_sql import evidence, history, ingest, pages
+from packs.historic_sql.catalog import Catalog
+from packs.historic_sql.providers import describe, digest_units
+from packs.historic_sql.schemas import PatternsOutput, UsageOutput, parse_output
+from packs.historic_sql.stage import runs_dir, sync_ids
+
+
+class IngestParams(Params):
+    connection: str
+    window_days: int | None = Field(default=None, ge=1, le=3650, description="override historicSql.windowDays")
+    provider: Literal["deterministic", "agent", "sampling"] | None = Field(
+        default=None, description="override historicSql.provider")
+
+
+async def ingest_verb(params: IngestParams, ctx: Context) -> dict[str, Any]:
+    """Read query history, stage per-table usage, digest the changed tables, project usage and patterns (operator)."""
+    return await ingest.ingest(ctx, params.connection, window_days=params.window_days, provider=params.provider)
+
+
+class ConnectionParams(Params):
+    connection: str
+
+
+async def status(params: ConnectionParams, ctx: Context) -> dict[str, Any]:
+    """The latest ingest's manifest summary, its pending work units and the run history."""
+    ctx.runtime.connection(params.connection)
+    manifest = ingest.latest_manifest(ctx, params.connection)
+    units = evidence.pending(ctx.runtime.files, params.connection, manifest)
+    keep = ("syncId", "dialect", "window", "counts", "parseStats", "readerFindings", "unknownTables")
+    return {"connectionId": params.connection, **{k: manifest.get(k) for k in keep},
+            "warnings": manifest.get("warnings", [])[:50], "pendingUnits": [u.id for u in units],
+            "history": sync_ids(ctx.runtime.project, params.connection)}
+
+
+class UnitsParams(Params):
+    connection: str | None = Field(default=None, description="only this connection's units")
+    limit: int = Field(default=20, ge=1, le=500)
+
+
+def _connections(ctx: Context, only: str | None) -> list[str]:
+    if only is not None:
+        ctx.runtime.connection(only)
+        return [only]
+    return [name for name in sorted(ctx.runtime.config.connections) if sync_ids(ctx.runtime.project, name)]
+
+
+async def units(params: UnitsParams, ctx: Context) -> dict[str, Any]:
+    """Pending work units with their inputs and the JSON schema of the output historic_sql.submit expects."""
+    listed: list[dict[str, Any]] = []
+    total = 0
+    for connection in _connections(ctx, params.connection):
+        ids = sync_ids(ctx.runtime.project, connection)
+        if not ids:
+            continue
+        manifest = ingest.latest_manifest(ctx, connection)
+        pending = evidence.pending(ctx.runtime.files, connection, manifest)
+        total += len(pending)
+        catalog = Catalog.from_project(ctx.runtime.project, connection)
+        run = runs_dir(ctx.runtime.project, connection) / ids[-1]
+        for unit in pending[: max(0, params.limit - len(listed))]:
+            listed.append(await anyio.to_thread.run_sync(describe, ctx, unit, run, catalog))
+    return {"units": listed, "total": total,
+            "next": "historic_sql.submit(unit=<unit>, output={...matching outputSchema...})" if listed else None}
+
+
+class SubmitParams(Params):
+    unit: str = Field(description="a unit id from historic_sql.units()")
+    output: dict[str, Any] = Field(description="the digest, matching the unit's outputSchema")
+
+
+async def submit(params: SubmitParams, ctx: Context) -> dict[str, Any]:
+    """Store an agent's digest of one work unit (validated), then project it into shards, sources and pages."""
+    connection, kind, target, prefix = evidence.parse_unit(params.unit)
+    ctx.runtime.connection(connection)
+    manifest = ingest.latest_manifest(ctx, connection)
+    unit = next((u for u in evidence.pending(ctx.runtime.files, connection, manifest) if u.id == params.unit), None)
+    if unit is None:
+        current = manifest.get("patternsHash") if kind == "patterns" else manifest.get("tables", {}).get(target)
+        why = ("its input is not in the latest ingest" if current is None else
+               "it was already digested" if current.startswith(prefix) else
+               "the latest ingest staged a newer input for it")
+        raise OpError(f"unit {params.unit!r} is not pending: {why}; list the current ones with historic_sql.units()",
+                      code="unit_not_pending", details={"unit": params.unit})
+    output = parse_output(kind, params.output)
+    assert isinstance(output, UsageOutput | PatternsOutput)
+    settings = ingest.settings_for(ctx, connection)
+    await anyio.to_thread.run_sync(lambda: evidence.store(ctx.runtime.files, unit, output, "agent",
+                                                          author=ctx.principal))
+    projected = await anyio.to_thread.run_sync(lambda: ingest.project(ctx, connection, manifest, settings))
+    remaining = evidence.pending(ctx.runtime.files, connection, manifest)
+    return {"unit": unit.id, "stored": True, "projection": projected, "pendingUnits": len(remaining)}
+
+
+class DigestParams(Params):
+    connection: str
+    provider: Literal["deterministic", "sampling"] = "sampling"
+
+
+async def digest_verb(params: DigestParams, ctx: Context) -> dict[str, Any]:
+    """Digest the pending work units of the latest ingest with your own LLM (MCP sampling), then project them."""
+    ctx.runtime.connection(params.connection)
+    manifest = ingest.latest_manifest(ctx, params.connection)
+    pending = evidence.pending(ctx.runtime.files, params.connection, manifest)
+    catalog = Catalog.from_project(ctx.runtime.project, params.connection)
+    run = runs_dir(ctx.runtime.project, params.connection) / manifest["syncId"]
+    done = await digest_units(ctx, params.connection, run, pending, params.provider, catalog)
+    settings = ingest.settings_for(ctx, params.connection)
+    projected = await anyio.to_thread.run_sync(lambda: ingest.project(ctx, params.connection, manifest, settings))
+    remaining = evidence.pending(ctx.runtime.files, params.connection, manifest)
+    return {"connectionId": params.connection, "syncId": manifest["syncId"], "workUnits": len(pending), **done,
+            "pendingUnits": [u.id for u in remaining], "projection": projected}
+
+
+class UsageParams(Params):
+    connection: str
+    table: str = Field(description="schema.table, or a table name that is unique in the connection")
+
+
+async def usage(params: UsageParams, ctx: Context) -> dict[str, Any]:
+    """One table's usage digest plus its staged bands and exact totals from the latest ingest."""
+    ctx.runtime.connection(params.connection)
+    manifest = ingest.latest_manifest(ctx, params.connection)
+    tables = manifest.get("tables", {})
+    key = _table_key(params.table, tables)
+    stored = evidence.read_usage(ctx.runtime.files, params.connection, key)
+    run = runs_dir(ctx.runtime.project, params.connection) / manifest["syncId"]
+    staged = orjson.loads((run / manifest["tableFiles"][key]).read_bytes())
+    current = stored is not None and stored.get("contentHash") == tables[key]
+    return {"connectionId": params.connection, "syncId": manifest["syncId"], "table": key,
+            "usage": stored["output"] if stored else None, "provider": stored["provider"] if stored else None,
+            "current": current, "stats": staged["stats"], "totals": manifest.get("tableTotals", {}).get(key),
+            "columnsByClause": staged["columnsByClause"], "observedJoins": staged["observedJoins"],
+            "topTemplates": staged["topTemplates"]}
+
+
+def _table_key(name: str, tables: dict[str, Any]) -> str:
+    if name in tables:
+        return name
+    lowered = name.lower()
+    matches = [k for k in tables if k.lower() == lowered or k.rsplit(".", 1)[-1].lower() == lowered]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise InvalidArgs(f"table {name!r} is ambiguous: {', '.join(sorted(matches))}; qualify it with the schema",
+                          details={"matches": sorted(matches)})
+    raise NotFound(f"table {name!r} has no usage in the latest ingest (it was not queried, or not resolved); "
+                   "tables with usage: " + ", ".join(sorted(tables)[:20]), code="table_not_found")
+
+
+class PatternsParams(Params):
+    connection: str | None = None
+    include_stale: bool = False
+
+
+async def patterns(params: PatternsParams, ctx: Context) -> dict[str, Any]:
+    """Cross-table pattern pages (wiki historic-sql/<slug>): title, tables, templates, staleness."""
+    out = []
+    for connection in _connections(ctx, params.connection):
+        for slug, page in sorted(pages.existing_pages(ctx.runtime.files, connection).items()):
+            stale = page.front.get("stale_since")
+            if stale and not params.include_stale:
+                continue
+            out.append({"slug": slug, "page": f"historic-sql/{slug}", "connection": connection,
+                        "title": page.front.get("title"), "summary": page.front.get("summary"),
+                        "tablesInvolved": page.tables, "templates": len(page.templates),
+                        "slRefs": page.front.get("sl_refs", []), "staleSince": str(stale) if stale else None,
+                        "archived": bool(page.front.get("archived"))})
+    return {"patterns": out, "count": len(out)}
+
+
+async def probe(params: ConnectionParams, ctx: Context) -> dict[str, Any]:
+    """The query-history setup of a connection: pg_stat_statements probe findings, each with severity and fix."""
+    connection = ctx.runtime.connection(params.connection)
+    settings = ingest.settings_for(ctx, params.connection)
+    findings: list[dict[str, Any]] = []
+    if not settings.enabled:
+        findings.append({"severity": "info", "code": "not_enabled", "message": "historic_sql is off for this "
+                         "connection", "fix": f"connections.{params.connection}.historicSql.enabled: true"})
+    log = history.query_log(ctx.runtime, params.connection, settings)
+    if log is not None:
+        ok = log.is_file()
+        findings.append({"severity": "info" if ok else "error", "code": "query_log" if ok else "query_log_missing",
+                         "message": f"query log {log}" + ("" if ok else " does not exist"),
+                         "fix": "" if ok else "point historicSql.queryLog at the exported JSONL/CSV log"})
+    elif connection.driver == "postgres":
+        findings += await anyio.to_thread.run_sync(_postgres_probe, ctx, params.connection)
+    elif connection.driver in ("sqlite", "duckdb"):
+        findings.append({"severity": "warning", "code": "no_history_source",
+                         "message": f"{connection.driver} keeps no query history",
+                         "fix": f"set connections.{params.connection}.historicSql.queryLog to a query log file"})
+    worst = next((s for s in ("error", "warning") if any(f["severity"] == s for f in findings)), "ok")
+    return {"connectionId": params.connection, "driver": connection.driver, "status": worst, "findings": findings}
+
+
+def _postgres_probe(ctx: Context, name: str) -> list[dict[str, Any]]:
+    import psycopg
+
+    from packs.historic_sql.readers.postgres import connect
+    from packs.historic_sql.readers.postgres import probe as pg_probe
+
+    connection = ctx.runtime.connection(name)
+    try:
+        with connect(history.dsn(ctx.runtime, name, connection), connection.statement_timeout_s) as conn:
+            found, _ = pg_probe(conn)
+    except psycopg.Error as exc:
+        return [{"severity": "error", "code": "connection_failed", "message": " ".join(str(exc).split()),
+                 "fix": "check the connection string and that the server accepts this role"}]
+    return [f.model_dump(mode="json") for f in found]
+
+
+def _unit_key(params: SubmitParams) -> list[str]:
+    return [f"historic_sql:unit:{params.unit.rsplit('@', 1)[0]}"]
+
+
+VERBS = (
+    Verb("historic_sql.ingest", IngestParams, ingest_verb, ingest_verb.__doc__ or "", visibility=Visibility.OPERATOR,
+         write_keys=lambda p: [f"historic_sql:{p.connection}"], write_key_rule="historic_sql:<connection>",
+         read_only=False),
+    Verb("historic_sql.status", ConnectionParams, status, status.__doc__ or ""),
+    Verb("historic_sql.units", UnitsParams, units, units.__doc__ or ""),
+    Verb("historic_sql.submit", SubmitParams, submit, submit.__doc__ or "", write_keys=_unit_key,
+         write_key_rule="historic_sql:unit:<connection>/<table or patterns>", read_only=False),
+    Verb("historic_sql.digest", DigestParams, digest_verb, digest_verb.__doc__ or "",
+         write_keys=lambda p: [f"historic_sql:{p.connection}"], write_key_rule="historic_sql:<connection>",
+         read_only=False),
+    Verb("historic_sql.usage", UsageParams, usage, usage.__doc__ or ""),
+    Verb("historic_sql.patterns", PatternsParams, patterns, patterns.__doc__ or ""),
+    Verb("historic_sql.probe", ConnectionParams, probe, probe.__doc__ or ""),
+)
