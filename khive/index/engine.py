@@ -321,10 +321,23 @@ class RetrievalIndex:
                     found.add(term)
         return found
 
-    def item_stamps(self) -> dict[str, str]:
-        """project-relative path -> content sha256 of every indexed file (no refresh)."""
+    def item_hashes(self, paths: Sequence[str] | None = None) -> dict[str, str]:
+        """project-relative path -> content sha256 of these (default: all) indexed files (no refresh)."""
+        sql, params = "SELECT path, sha256 FROM items", ()
+        if paths is not None:
+            if not paths:
+                return {}
+            sql, params = sql + f" WHERE path IN ({', '.join('?' * len(paths))})", tuple(paths)
         with self._lock:
-            return {str(r[0]): str(r[1]) for r in self.db.execute("SELECT path, sha256 FROM items")}
+            return {str(r[0]): str(r[1]) for r in self.db.execute(sql, params)}
+
+    def rows_matching(self, patterns: Sequence[str]) -> list[dict[str, Any]]:
+        """Rows whose id matches one of these GLOB patterns, in id order (no refresh)."""
+        if not patterns:
+            return []
+        with self._lock:
+            rows = doc_rows(self.db, " OR ".join("id GLOB ?" for _ in patterns), tuple(patterns))
+        return sorted(rows, key=lambda row: str(row["id"]))
 
     # reads ----------------------------------------------------------------------------------
     def get(self, doc_id: str, *, refresh: bool = True) -> dict[str, Any] | None:

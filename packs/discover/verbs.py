@@ -8,8 +8,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from khive.context import Context
-from khive.verbs import Params, Verb
-from packs.discover import render, search
+from khive.verbs import NoParams, Params, Verb
+from packs.discover import doctor, lookup, render, search
 from packs.discover.refs import KINDS
 
 Kind = Literal["wiki", "pattern", "sl_source", "sl_measure", "sl_dimension", "table", "column"]
@@ -38,6 +38,36 @@ async def search_verb(params: SearchParams, ctx: Context) -> Any:
     return payload
 
 
+class LookupParams(Params):
+    id: str = Field(min_length=1, description="a ref id or docId, a qualified table/column name, a wiki key, an SL name")
+    depth: int = Field(default=1, ge=1, le=3, description="how many hops of neighbours")
+    connection: str | None = Field(default=None, description="when a name exists in several connections")
+    budget_tokens: int | None = Field(default=None, ge=1, description="shed sections until the payload fits")
+    format: Format = "json"
+
+
+async def lookup_verb(params: LookupParams, ctx: Context) -> Any:
+    """One entity: neighbours by relation within depth, covering documents, usage, evidence (paths, hashes)."""
+    payload = lookup.run(ctx.runtime.index, ctx.runtime.files, ident=params.id, depth=params.depth,
+                         connection=params.connection, user=ctx.user_name, budget_tokens=params.budget_tokens)
+    if params.format == "text":
+        return {"text": render.lookup_text(payload), **({"budget": payload["budget"]} if "budget" in payload else {})}
+    return payload
+
+
+async def doctor_verb(params: NoParams, ctx: Context) -> Any:
+    """What retrieval can see: reachability, connectivity, hit@3 over bench/retrieval-suite.json, a grade, findings."""
+    index, today = ctx.runtime.index, dt.date.today()
+
+    def run_search(*, query: str, kinds: list[str] | None, connection: str | None) -> dict[str, Any]:
+        return search.run(index, query=query, kinds=kinds, connection=connection, limit=3, explain=False,
+                          budget_tokens=None, user=ctx.user_name, include_recaps=False, today=today)
+
+    return doctor.run(index, run_search)
+
+
 VERBS = (
     Verb("discover.search", SearchParams, search_verb, search_verb.__doc__ or ""),
+    Verb("discover.lookup", LookupParams, lookup_verb, lookup_verb.__doc__ or ""),
+    Verb("discover.doctor", NoParams, doctor_verb, doctor_verb.__doc__ or ""),
 )

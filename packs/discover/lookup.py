@@ -1,0 +1,219 @@
+"""``discover.lookup``: one entity with its neighbourhood, the documents about it, usage and evidence.
+
+Neighbours are visited breadth first, nodes and edges in sorted order, each relation kind bounded,
+so the same index always gives the same answer. ``pattern_of`` is synthesised: a historic-sql
+pattern page is a pattern of every scanned table whose qualified name it mentions.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from khive import budget
+from khive.errors import InvalidArgs, NotFound, OpError
+from packs.discover.refs import discover_kind, public_id, raw_fields, summary_of
+from packs.discover.text import cap, snippet_around, split_words
+
+RELATIONS = ("fk", "join", "refs", "sl_refs", "sl_table", "contains", "supersedes", "contradicts", "supports",
+             "related_to", "pattern_of")
+PER_KIND = 20
+DOCUMENTS_MAX = 10
+COVERING = frozenset({"refs", "sl_refs", "sl_table", "pattern_of", "related_to", "supports"})
+USAGE_KEYS = ("narrative", "frequencyTier", "commonFilters", "commonGroupBys", "commonJoins", "staleSince")
+_QUALIFIED = re.compile(r"\b([A-Za-z_][\w$]*)\.([A-Za-z_][\w$]*)\b")
+_GLOB = re.compile(r"[*?\[\]]")
+
+
+def resolve(index: Any, ident: str, *, connection: str | None, user: str) -> dict[str, Any]:
+    """The document ``ident`` names: an index id, a wiki key, an SL name, or a qualified table/column name."""
+    ident = ident.strip()
+    if not ident or _GLOB.search(ident):
+        raise InvalidArgs(f"id {ident!r} must be a ref id, a qualified name, a wiki key or an SL name",
+                          details={"field": "id"})
+    if ident.split(":", 1)[0] in ("table", "column", "sl", "wiki") and ":" in ident:
+        rows = index.rows([ident])
+        if rows:
+            return dict(rows[0])
+    for doc_id in (f"wiki:@{user}/{ident}", f"wiki:{ident}", f"sl:{ident}"):
+        rows = index.rows([doc_id])
+        if rows and (connection is None or rows[0]["connection"] in (None, connection)):
+            return dict(rows[0])
+    scope = connection or "*"
+    parts = ident.split(".")
+    names = [ident] + ([".".join(parts[1:])] if len(parts) >= 3 else [])  # catalog.db.name -> db.name
+    patterns = [f"{kind}:{scope}:{name}" for name in names for kind in ("table", "column")]
+    if len(parts) == 1:
+        patterns.append(f"table:{scope}:*.{ident}")
+    rows = index.rows_matching(patterns)
+    tables = [row for row in rows if row["kind"] == "table"]
+    rows = tables or rows
+    if len(rows) == 1:
+        return dict(rows[0])
+    if rows:
+        raise OpError(f"id {ident!r} names {len(rows)} entities; pass connection= or one of their docIds",
+                      code="ambiguous_id", details={"candidates": [row["id"] for row in rows[:10]]})
+    hints = [public_id(h.id, discover_kind(h.kind, h.metadata), h.metadata)
+             for h in index.search(" ".join(split_words(ident)), limit=3, refresh=False, snippets=False)]
+    hint = f"; did you mean {', '.join(hints)}?" if hints else "; discover.search finds ids"
+    raise NotFound(f"nothing is known as {ident!r}{hint}", code="entity_not_found",
+                   details={"id": ident, "closest": hints})
+
+
+def _pattern_edges(index: Any, row: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Synthesised ``pattern_of`` edges of a table (incoming) or a pattern page (outgoing)."""
+    kind = discover_kind(row["kind"], row["metadata"])
+    if kind == "pattern":
+        text = " ".join(index.fields([row["id"]]).get(row["id"], {}).values())
+        names = sorted({f"{a}.{b}" for a, b in _QUALIFIED.findall(text)})
+        found = index.rows_matching([f"table:*:{name}" for name in names]) if names else []
+        return [("pattern_of", str(t["id"]), "out") for t in found]
+    if kind == "table":
+        qualified = row["id"].split(":", 2)[-1]
+        hits = index.search(qualified.replace(".", " "), kinds=["wiki"], limit=50, refresh=False, snippets=False)
+        pages = [h.id for h in hits if discover_kind(h.kind, h.metadata) == "pattern"]
+        texts = index.fields(pages)
+        return [("pattern_of", page, "in") for page in pages
+                if qualified in " ".join(texts.get(page, {}).values())]
+    return []
+
+
+def neighbours(index: Any, root: dict[str, Any], depth: int) -> dict[str, list[dict[str, Any]]]:
+    visited: dict[str, int] = {root["id"]: 0}
+    via: dict[str, str | None] = {root["id"]: None}
+    rows: dict[str, dict[str, Any]] = {root["id"]: root}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    frontier = [root["id"]]
+    for distance in range(1, depth + 1):
+        out_edges = index.edge_map(frontier, direction="out")
+        in_edges = index.edge_map(frontier, direction="in")
+        reached: list[tuple[str, str, str, str]] = []  # (node, relation, other, direction)
+        for node in sorted(frontier):
+            edges = [(rel, other, "out") for rel, other in out_edges.get(node, [])]
+            edges += [(rel, other, "in") for rel, other in in_edges.get(node, [])]
+            if node in rows:
+                edges += _pattern_edges(index, rows[node])
+            reached += [(node, rel, other, direction) for rel, other, direction in sorted(set(edges))]
+        found = {row["id"]: row for row in index.rows(sorted({other for _, _, other, _ in reached}))}
+        rows.update(found)
+        frontier = []
+        for node, relation, other, direction in reached:
+            if other in visited or relation not in RELATIONS:
+                continue
+            group = groups.setdefault(relation, [])
+            if len(group) >= PER_KIND:
+                continue
+            visited[other], via[other] = distance, node
+            frontier.append(other)
+            group.append(_entry(other, found.get(other), relation, direction, distance, rows.get(node)))
+        if not frontier:
+            break
+    return {relation: groups[relation] for relation in sorted(groups)}
+
+
+def _entry(doc_id: str, row: dict[str, Any] | None, relation: str, direction: str, distance: int,
+           through: dict[str, Any] | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"relation": relation, "direction": direction, "distance": distance,
+                             "via": _public(through) if distance > 1 and through else None}
+    if row is None:
+        return {"id": doc_id.split(":", 1)[-1], "docId": doc_id, "kind": None, "exists": False, **entry}
+    kind = discover_kind(row["kind"], row["metadata"])
+    return {"id": public_id(row["id"], kind, row["metadata"]), "docId": row["id"], "kind": kind,
+            "title": row["title"], "summary": summary_of(kind, row["metadata"], {}), **entry}
+
+
+def _public(row: dict[str, Any]) -> str:
+    return public_id(row["id"], discover_kind(row["kind"], row["metadata"]), row["metadata"])
+
+
+def documents(index: Any, root: dict[str, Any], groups: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Wiki, pattern and SL documents that cover the entity (an edge) or mention it (its name in their text)."""
+    out: dict[str, dict[str, Any]] = {}
+    for relation, entries in groups.items():
+        for entry in entries:
+            if entry.get("exists", True) and entry["kind"] in ("wiki", "pattern", "sl_source") and \
+                    entry["distance"] == 1 and (relation in COVERING or entry["direction"] == "in"):
+                out.setdefault(entry["docId"], {"kind": entry["kind"], "id": entry["id"], "docId": entry["docId"],
+                                                "why": "covers", "summary": entry.get("summary")})
+    name = _public(root)
+    if root["kind"] != "wiki":
+        hits = index.search(" ".join(split_words(name)), kinds=["wiki"], limit=20, refresh=False, snippets=False)
+        texts = index.fields([h.id for h in hits])
+        for hit in hits:
+            text = " ".join(texts.get(hit.id, {}).values()).lower()
+            if hit.id not in out and name.lower() in text:
+                kind = discover_kind(hit.kind, hit.metadata)
+                out[hit.id] = {"kind": kind, "id": public_id(hit.id, kind, hit.metadata), "docId": hit.id,
+                               "why": "mentions", "summary": summary_of(kind, hit.metadata, {})}
+    return sorted(out.values(), key=lambda d: (d["why"], d["docId"]))[:DOCUMENTS_MAX]
+
+
+def usage(project_files: Any, root: dict[str, Any]) -> dict[str, Any] | None:
+    """historic_sql's ``usage`` of a table (its ``_schema`` shard entry) or an SL source (its YAML)."""
+    kind, meta = root["kind"], root["metadata"]
+    if kind not in ("table", "column", "sl_source"):
+        return None
+    text = project_files.read_text(root["path"])
+    if not text:
+        return None
+    try:
+        data = YAML(typ="safe").load(text) or {}
+    except YAMLError:
+        return None
+    if kind == "sl_source":
+        found = data.get("usage") if isinstance(data, dict) else None
+    else:
+        name = (meta.get("tableRef") or {}).get("name")
+        entry = ((data.get("tables") or {}).get(name) or {}) if isinstance(data, dict) else {}
+        found = entry.get("usage") if isinstance(entry, dict) else None
+    if not isinstance(found, dict):
+        return None
+    return {key: found.get(key) for key in USAGE_KEYS}
+
+
+def run(index: Any, files: Any, *, ident: str, depth: int, connection: str | None, user: str,
+        budget_tokens: int | None) -> dict[str, Any]:
+    index.refresh()
+    root = resolve(index, ident, connection=connection, user=user)
+    kind, meta = discover_kind(root["kind"], root["metadata"]), root["metadata"]
+    fields = index.fields([root["id"]]).get(root["id"], {})
+    groups = neighbours(index, root, depth)
+    docs = documents(index, root, groups)
+    doc_rows = {row["id"]: row for row in index.rows([d["docId"] for d in docs])}
+    hashes = index.item_hashes(sorted({root["path"], *(row["path"] for row in doc_rows.values())}))
+    entity = {"kind": kind, "id": public_id(root["id"], kind, meta), "docId": root["id"], "title": root["title"],
+              "summary": summary_of(kind, meta, fields), "tags": list(meta.get("tags") or []),
+              "provenance": {"path": root["path"], "source": root["source"], "connectionId": root["connection"]},
+              "contentHash": hashes.get(root["path"]), **raw_fields(kind, meta)}
+    terms = split_words(entity["id"])
+    evidence = [{"docId": root["id"], "path": root["path"], "contentHash": hashes.get(root["path"]),
+                 "excerpt": cap(fields.get("summary") or fields.get("body") or "")}]
+    if docs:
+        doc_fields = index.fields(list(doc_rows))
+    for doc in docs:
+        row = doc_rows.get(doc["docId"])
+        if row is not None:
+            body = doc_fields.get(row["id"], {}).get("body", "")
+            evidence.append({"docId": row["id"], "path": row["path"], "contentHash": hashes.get(row["path"]),
+                             "excerpt": snippet_around(body, terms) if body else None})
+    core = {"entity": entity, "usage": usage(files, root), "depth": depth}
+    present = ["evidenceExcerpts", "summaries"] + (["neighbours"] if groups else []) + \
+        (["related"] if docs or any(e["distance"] > 1 for g in groups.values() for e in g) else [])
+
+    def build(kept: frozenset[str]) -> dict[str, Any]:
+        def trim(item: dict[str, Any]) -> dict[str, Any]:
+            return item if "summaries" in kept else {k: v for k, v in item.items() if k != "summary"}
+
+        near = "neighbours" in kept
+        far = "related" in kept
+        shown = {rel: [trim(e) for e in entries if (e["distance"] == 1 and near) or (e["distance"] > 1 and far)]
+                 for rel, entries in groups.items()}
+        return {**core, "neighbours": {rel: entries for rel, entries in shown.items() if entries},
+                "documents": [trim(d) for d in docs] if far else [],
+                "evidence": [item if "evidenceExcerpts" in kept else {k: v for k, v in item.items() if k != "excerpt"}
+                             for item in evidence]}
+
+    return budget.fit(build, present, budget_tokens)
