@@ -96,6 +96,11 @@ def _parser() -> argparse.ArgumentParser:
     cli_ingest.add_arguments(ingest)
     ingest.set_defaults(handler=cli_ingest.handler)
 
+    from khive import cli_doctor
+
+    doctor = commands.add_parser("doctor", help="what retrieval can see (discover.doctor) and query-history probes")
+    doctor.set_defaults(handler=cli_doctor.doctor)
+
     demo = commands.add_parser("demo", help="run the built-in example")
     demo.add_argument("dir", nargs="?", default=None)
     demo.set_defaults(handler=_demo)
