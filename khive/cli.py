@@ -101,9 +101,11 @@ def _parser() -> argparse.ArgumentParser:
     doctor = commands.add_parser("doctor", help="what retrieval can see (discover.doctor) and query-history probes")
     doctor.set_defaults(handler=cli_doctor.doctor)
 
-    demo = commands.add_parser("demo", help="run the built-in example")
-    demo.add_argument("dir", nargs="?", default=None)
-    demo.set_defaults(handler=_demo)
+    from khive import cli_demo
+
+    demo = commands.add_parser("demo", help="build the demo shop project and show requests against it")
+    cli_demo.add_arguments(demo)
+    demo.set_defaults(handler=cli_demo.handler)
     return parser
 
 
@@ -249,12 +251,6 @@ def _audit(args: argparse.Namespace) -> int:
                       event["decision"], event["outcome"], str(event["duration_us"]), event["reason"][:60])
     Console().print(table)
     return EXIT_OK
-
-
-def _demo(args: argparse.Namespace) -> int:
-    from khive.example import run_example
-
-    return run_example(Path(args.dir) if args.dir else None)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,12 @@ from pathlib import Path
 from khive import hookspecs
 
 ROOT = Path(__file__).resolve().parents[2]
-COMPOSITION_ROOTS = {"khive/cli.py", "khive/mcp_server.py", "khive/bootstrap.py", "khive/example.py",
+COMPOSITION_ROOTS = {"khive/cli.py", "khive/mcp_server.py", "khive/bootstrap.py",
                      "khive/cli_ingest.py", "khive/cli_doctor.py",
                      "khive/client.py"}  # the daemon client: picks daemon or local dispatch
+
+# The demo builds a Runtime, starts the daemon and talks MCP: composition roots too (env is passed in).
+COMPOSITION_ROOTS |= {"khive/cli_demo.py", "khive/cli_agents.py", "khive/demo/run.py", "khive/demo/showcase.py"}
 
 
 def python_files(folder: str) -> list[Path]:
@@ -44,7 +47,8 @@ def test_packs_never_import_each_other() -> None:
 
 
 def test_lower_layers_do_not_import_composition_roots() -> None:
-    roots = {"khive.cli", "khive.mcp_server", "khive.bootstrap", "khive.example", "khive.daemon"}
+    roots = {"khive.cli", "khive.mcp_server", "khive.bootstrap", "khive.daemon", "khive.cli_demo",
+             "khive.cli_agents", "khive.demo.run", "khive.demo.showcase"}
     for path in python_files("khive"):
         relative = str(path.relative_to(ROOT))
         if relative in COMPOSITION_ROOTS or relative.startswith("khive/daemon/"):

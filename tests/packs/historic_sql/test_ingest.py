@@ -1,0 +1,183 @@
+"""``historic_sql.ingest`` end to end on a scanned SQLite project with a query log: usage, idempotency, drift."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hsql_project import LINE_ORDERS, ORDER_STATUS, REVENUE_BY_NATION, workload, write_log
+from ruamel.yaml import YAML
+
+pytestmark = pytest.mark.anyio
+Call = Callable[..., Awaitable[dict[str, Any]]]
+INGEST = 'historic_sql.ingest(connection="tpch")'
+
+
+def shard(project: Path) -> dict[str, Any]:
+    data: dict[str, Any] = YAML(typ="safe").load((project / "_schema/tpch/tpch.main.yaml").read_text())
+    return data["tables"]
+
+
+def staged(project: Path, sync_id: str) -> dict[str, bytes]:
+    root = project / "raw-sources/tpch/historic-sql" / sync_id
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.json"))
+            if p.name != "manifest.json"}
+
+
+def stamps(project: Path) -> dict[str, int]:
+    return {p.relative_to(project).as_posix(): p.stat().st_mtime_ns
+            for folder in ("_schema", "wiki", "semantic-layer", "raw-sources/tpch/historic-sql-digests")
+            for p in (project / folder).rglob("*") if p.is_file()}
+
+
+@pytest.fixture
+async def scanned(call: Call) -> Call:
+    assert "error" not in await call('scan.run(connection="tpch")')
+    return call
+
+
+async def test_usage_numbers_match_what_was_run(scanned: Call, project: Path) -> None:
+    result = await scanned(INGEST)
+    assert result["counts"] == {"templates": 4, "parsed": 4, "parseFailures": 0, "zeroTableTemplates": 0,
+                                "tables": 4, "tableSets": 2}
+    assert result["workUnits"] == 5 and result["digests"] == {"deterministic": 5} and result["pendingUnits"] == []
+    orders = await scanned('historic_sql.usage(connection="tpch", table="orders")')
+    # 3 x 4 revenue-by-nation + 3 x 5 status + 2 x 3 line-orders runs touch orders; bob, alice and carol ran them
+    assert orders["totals"] == {"executions": 12 + 15 + 6, "templates": 3, "distinctUsers": 3}
+    assert orders["stats"]["executionsBucket"] == "10-100"
+    assert orders["usage"]["frequencyTier"] == "mid"
+    assert "o_orderdate" in orders["usage"]["commonFilters"]
+    nation = await scanned('historic_sql.usage(connection="tpch", table="main.nation")')
+    assert nation["totals"] == {"executions": 12, "templates": 1, "distinctUsers": 2}
+    assert nation["usage"]["commonGroupBys"] == ["n_name"]
+    tables = shard(project)
+    assert tables["orders"]["usage"]["narrative"] == orders["usage"]["narrative"]
+    assert tables["orders"]["columns"][0]["name"] == "o_orderkey"  # the scan's keys are untouched
+
+
+async def test_join_usage_lands_on_both_sides_with_unqualified_columns_resolved(scanned: Call, project: Path) -> None:
+    await scanned(INGEST)
+    tables = shard(project)
+    customer_joins = {j["table"]: j["on"] for j in tables["customer"]["usage"]["commonJoins"]}
+    assert customer_joins == {"main.nation": ["c_nationkey = n_nationkey"], "main.orders": ["c_custkey = o_custkey"]}
+    assert {"table": "main.customer", "on": ["o_custkey = c_custkey"]} in tables["orders"]["usage"]["commonJoins"]
+    # LINE_ORDERS names no table on its columns: the scan tells o_orderstatus is orders' and l_orderkey lineitem's
+    assert {"table": "main.orders", "on": ["l_orderkey = o_orderkey"]} in tables["lineitem"]["usage"]["commonJoins"]
+    customer = await scanned('historic_sql.usage(connection="tpch", table="customer")')
+    assert ["c_mktsegment", "high"] in customer["columnsByClause"]["where"]  # unqualified in REVENUE_BY_NATION
+
+
+async def test_second_run_is_idempotent(scanned: Call, project: Path) -> None:
+    first = await scanned(INGEST)
+    before = stamps(project)
+    second = await scanned(INGEST)
+    assert second["workUnits"] == 0 and second["digests"] == {}
+    assert second["projection"]["shards"] == [] and second["projection"]["patterns"]["written"] == []
+    assert staged(project, first["syncId"]) == staged(project, second["syncId"])
+    assert stamps(project) == before  # no file rewritten: the index has nothing to re-read
+
+
+async def test_a_table_that_disappears_goes_stale_and_comes_back(scanned: Call, project: Path) -> None:
+    await scanned(INGEST)
+    log = project / "logs/queries.jsonl"
+    write_log(log, [run for run in workload() if "nation" not in run[0]])  # nobody asks about nations any more
+    gone = await scanned(INGEST)
+    assert gone["vanishedTables"] == ["main.customer", "main.nation"]
+    nation = shard(project)["nation"]["usage"]
+    assert nation["staleSince"] == f"{gone['syncId'][:4]}-{gone['syncId'][4:6]}-{gone['syncId'][6:8]}"
+    assert nation["narrative"]  # the last narrative is kept, marked stale
+    assert "staleSince" not in shard(project)["orders"]["usage"]
+    again = await scanned(INGEST)
+    assert again["projection"]["shards"] == []  # already stale: nothing to rewrite
+    write_log(log, workload())
+    back = await scanned(INGEST)
+    assert back["workUnits"] >= 1
+    assert "staleSince" not in shard(project)["nation"]["usage"]
+
+
+async def test_usage_merges_into_sl_sources_and_keeps_other_keys(scanned: Call, project: Path) -> None:
+    source = project / "semantic-layer/tpch/orders.yaml"
+    source.parent.mkdir(parents=True, exist_ok=True)
+    source.write_text("name: orders  # hand-written\ntable: main.orders\ngrain: [o_orderkey]\ncolumns:\n"
+                      "  - name: o_orderkey\n    type: number\n")
+    await scanned(INGEST)
+    text = source.read_text()
+    assert "# hand-written" in text
+    data = YAML(typ="safe").load(text)
+    assert data["usage"]["commonJoins"] == ["main.customer on o_custkey = c_custkey",
+                                            "main.lineitem on o_orderkey = l_orderkey"]
+    found = await scanned('sl.read(name="orders", connection="tpch")')
+    assert "error" not in found, found
+    page = (project / "wiki/global/historic-sql/customer-nation-orders.md").read_text()
+    assert "- orders" in page.split("---")[1]  # sl_refs in the frontmatter
+
+
+async def test_pattern_slugs_are_stable_and_unseen_patterns_go_stale(scanned: Call, project: Path) -> None:
+    first = await scanned(INGEST)
+    assert first["projection"]["patterns"]["slugs"] == ["customer-nation-orders", "lineitem-orders"]
+    page = project / "wiki/global/historic-sql/customer-nation-orders.md"
+    page.write_text(page.read_text().replace("customer-nation-orders", "x"))  # an LLM-named slug would differ
+    renamed = project / "wiki/global/historic-sql/revenue-by-nation.md"
+    page.rename(renamed)
+    variant = REVENUE_BY_NATION.replace("SUM(o.o_totalprice) AS revenue", "COUNT(*) AS orders")
+    write_log(project / "logs/queries.jsonl", [*workload(), (variant, "erin", 3)])
+    second = await scanned(INGEST)  # tables the same, templates 1 -> 2: Jaccard 4/5 >= 60 %
+    assert second["projection"]["patterns"]["slugs"] == ["revenue-by-nation", "lineitem-orders"]
+    assert not page.exists()
+    found = await scanned('wiki.search(query="customer nation orders together")')
+    assert "historic-sql/revenue-by-nation" in [hit["key"] for hit in found["hits"]], found
+    write_log(project / "logs/queries.jsonl", [r for r in workload() if "l_orderkey = o_orderkey" not in r[0]])
+    third = await scanned(INGEST)
+    assert third["projection"]["patterns"]["stale"] == ["lineitem-orders"]
+    listed = await scanned('historic_sql.patterns(connection="tpch", include_stale=true)')
+    stale = {p["slug"]: p["staleSince"] for p in listed["patterns"]}
+    assert stale["lineitem-orders"] is not None and stale["revenue-by-nation"] is None
+    text = (project / "wiki/global/historic-sql/lineitem-orders.md").read_text()
+    assert "- stale" in text and "stale_since:" in text
+
+
+async def test_bad_config_names_the_key_and_the_fix(call: Call, project: Path) -> None:
+    config = project / "khive.yaml"
+    config.write_text(config.read_text().replace("minExecutions: 2", "minExecutions: 2\n      windowDay: 5"))
+    from khive.bootstrap import open_runtime
+    from khive.context import CLI, Context
+    from khive.dispatch import dispatch
+    from khive.dsl import parse
+
+    runtime = open_runtime(project, {})
+    try:
+        envelope = await dispatch(parse(INGEST), Context(runtime, "operator:ann", CLI))
+    finally:
+        await runtime.aclose()
+    error = envelope["results"][0]["error"]
+    assert error["code"] == "config_error"
+    assert "connections.tpch.historicSql.windowDay" in error["message"] and "windowDays" in error["message"]
+
+
+async def test_ingest_needs_a_scan_and_opt_in(call: Call) -> None:
+    missing = await call(INGEST)
+    assert missing["error"]["code"] == "scan_missing" and "khive scan tpch" in missing["error"]["message"]
+
+
+def test_khive_ingest_cli(project: Path) -> None:
+    khive = Path(sys.executable).parent / "khive"
+    subprocess.run([khive, "--project", str(project), "scan", "tpch"], check=True, capture_output=True)
+    done = subprocess.run([khive, "--project", str(project), "ingest", "tpch"], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert "4 tables, 5 work units" in done.stderr
+    assert '"verb": "historic_sql.ingest"' in done.stdout
+    assert (project / "wiki/global/historic-sql/lineitem-orders.md").is_file()
+
+
+async def test_status_and_queries_the_log_does_not_parse(scanned: Call, project: Path) -> None:
+    write_log(project / "logs/queries.jsonl", [*workload(), ("SELECT FROM WHERE (", "zed", 3),
+                                               (ORDER_STATUS.format(day="x"), "carol", 1), (LINE_ORDERS, "x", 0)])
+    result = await scanned(INGEST)
+    assert len([w for w in result["warnings"] if w.startswith("parse_failed:")]) == 1
+    status = await scanned('historic_sql.status(connection="tpch")')
+    assert status["pendingUnits"] == [] and status["history"] == [result["syncId"]]
