@@ -1,0 +1,85 @@
+"""discover.doctor and ``khive doctor``: measured reachability, connectivity, the suite, grades, findings."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from discover_project import Call, write_page
+
+pytestmark = pytest.mark.anyio
+SEVERITY = ["high", "medium", "low", "info"]
+
+
+def cover_billing(project: Path) -> None:
+    write_page(project, "billing/invoices", "summary: invoices", "Invoices live in main.invoices.")
+
+
+async def test_without_a_suite_the_benchmark_is_not_analyzed(scanned: Call, project: Path) -> None:
+    cover_billing(project)
+    result = await scanned("discover.doctor()")
+    assert result["benchmark"]["status"] == "not-analyzed" and result["benchmark"]["hitAt3"] is None
+    assert result["reachability"]["value"] == 1.0 and result["connectivity"]["value"] >= 0.8
+    assert result["grade"] == "B"  # everything else is fine, but hit@3 was not measured
+    codes = [f["code"] for f in result["findings"]]
+    assert "benchmark_not_analyzed" in codes and result["ok"] is True
+    ranks = [SEVERITY.index(f["severity"]) for f in result["findings"]]
+    assert ranks == sorted(ranks)
+
+
+async def test_a_passing_suite_earns_an_a(scanned: Call, project: Path) -> None:
+    cover_billing(project)
+    (project / "bench").mkdir()
+    (project / "bench" / "retrieval-suite.json").write_text(json.dumps({"cases": [
+        {"query": "shipment carrier", "expected": ["main.shipments"]},
+        {"query": "invoice amount", "expected": ["main.invoices"], "kinds": ["table"]},
+        {"query": "orders status", "expected": ["orders", "main.orders"]}]}))
+    result = await scanned("discover.doctor()")
+    assert result["benchmark"] == {"status": "measured", "suite": "bench/retrieval-suite.json", "hitAt3": 1.0,
+                                   "cases": 3}
+    assert result["grade"] == "A"
+
+
+async def test_misses_lower_the_grade_and_are_listed(scanned: Call, project: Path) -> None:
+    cover_billing(project)
+    (project / "bench").mkdir()
+    (project / "bench" / "retrieval-suite.json").write_text(json.dumps({"cases": [
+        {"query": "shipment carrier", "expected": ["main.customers"]}]}))
+    result = await scanned("discover.doctor()")
+    assert result["benchmark"]["hitAt3"] == 0.0 and result["grade"] == "B"
+    assert {"benchmark_low", "benchmark_miss"} <= {f["code"] for f in result["findings"]}
+
+
+async def test_low_connectivity_and_a_broken_page(scanned: Call, project: Path) -> None:
+    for name in ("customers", "orders", "products", "order_items", "shipments"):
+        (project / "semantic-layer" / "shop" / f"{name}.yaml").unlink()
+    (project / "wiki" / "global").mkdir(parents=True, exist_ok=True)
+    (project / "wiki" / "global" / "broken.md").write_text("---\nsummary: [unclosed\n---\nbody\n")
+    result = await scanned("discover.doctor()")
+    assert result["connectivity"]["tablesCovered"] == 0 and result["reachability"]["value"] < 1.0
+    assert result["findings"][0]["severity"] == "high" and result["findings"][0]["code"] == "index_error"
+    assert result["findings"][0]["location"] == "wiki/global/broken.md" and result["ok"] is False
+    assert result["grade"] in ("C", "D")
+
+
+def khive_doctor(project: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "KHIVE_PROJECT": str(project), "KHIVE_PACKS": "core,wiki,scan,sl,discover",
+           "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-m", "khive.cli", "doctor"], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+
+
+@pytest.mark.slow
+async def test_khive_doctor_prints_findings_and_exits_by_severity(scanned: Call, project: Path) -> None:
+    healthy = khive_doctor(project)
+    assert healthy.returncode == 0, healthy.stderr
+    assert "discover.doctor()" in healthy.stdout and "grade B" in healthy.stdout
+    assert "benchmark_not_analyzed" in healthy.stdout
+    (project / "wiki" / "global").mkdir(parents=True, exist_ok=True)
+    (project / "wiki" / "global" / "broken.md").write_text("---\nsummary: [unclosed\n---\nbody\n")
+    broken = khive_doctor(project)
+    assert broken.returncode == 1 and "index_error" in broken.stdout
