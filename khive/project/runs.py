@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,26 +40,50 @@ def json_bytes(data: Any) -> bytes:
 
 def write_run(root: Path, sync_id: str, files: Mapping[str, bytes]) -> Path:
     """Write ``files`` (run-relative path -> bytes) as the run ``root/sync_id``; returns its path."""
-    root.mkdir(parents=True, exist_ok=True)
-    staging = root / f".{sync_id}.{uuid.uuid4().hex[:8]}.tmp"
-    staging.mkdir()
-    try:
-        written = []
+    with staged_run(root, sync_id) as run:
         for relative, data in files.items():
-            path = staging / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-            written.append(path)
+            run.write(relative, data)
+    return run.final
+
+
+class StagedRun:
+    """A run being written in its hidden directory; ``staged_run`` publishes it."""
+
+    def __init__(self, root: Path, sync_id: str) -> None:
+        self.final = root / sync_id
+        self.staging = root / f".{sync_id}.{uuid.uuid4().hex[:8]}.tmp"
+        self._written: list[Path] = []
+
+    def write(self, relative: str, data: bytes) -> None:
+        path = self.staging / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        self._written.append(path)
+
+    def _publish(self) -> None:
         # Every file reaches the disk before the rename publishes the run; fsyncs issued together are
         # committed together, where one per file right after its write serialises a journal commit each.
         with ThreadPoolExecutor(max_workers=_FSYNC_WORKERS) as pool:
-            list(pool.map(_fsync, written))
-        final = root / sync_id
-        os.rename(staging, final)
-        _fsync(root)
-        return final
+            list(pool.map(_fsync, self._written))
+        os.rename(self.staging, self.final)
+        _fsync(self.final.parent)
+
+
+@contextmanager
+def staged_run(root: Path, sync_id: str) -> Iterator[StagedRun]:
+    """Files written to the yielded run are published together when the block ends; an error discards them.
+
+    Work done inside the block (another pack's files, timings for the last file) happens before the run
+    is visible, so a run's own report can cover it.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    run = StagedRun(root, sync_id)
+    run.staging.mkdir()
+    try:
+        yield run
+        run._publish()
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(run.staging, ignore_errors=True)
         raise
 
 

@@ -1,4 +1,9 @@
-"""Scan artifacts under ``raw-sources/<connection>/live-database/<syncId>/`` (immutable runs, khive.project.runs)."""
+"""Scan artifacts under ``raw-sources/<connection>/live-database/<syncId>/`` (immutable runs, khive.project.runs).
+
+A run holds ``connection.json``, ``tables.json`` (``{"tables": [...]}``, one artifact per table, sorted by
+schema and name) and ``scan-report.json`` (ADR 0021). Runs written before ADR 0021 hold one
+``tables/<db>-<name>.json`` per table instead; they are still read.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,12 @@ from typing import Any
 
 import orjson
 
-from khive.connections.catalog import CatalogSnapshot, Table
-from khive.project import runs
-from khive.project.runs import completed_runs, json_bytes
+from khive.connections.catalog import Table
+from khive.project.runs import completed_runs, json_bytes, staged_run
 
 LIVE = "live-database"
+TABLES_FILE = "tables.json"
+REPORT_FILE = "scan-report.json"
 
 
 def runs_dir(project: Path, connection: str) -> Path:
@@ -28,15 +34,13 @@ def latest_sync(project: Path, connection: str) -> str | None:
     return ids[-1] if ids else None
 
 
-def table_file_name(table: Table) -> str:
-    return f"{table.db}-{table.name}.json".replace("/", "_")
+def stage_run(project: Path, connection: str, sync_id: str) -> Any:
+    """``with stage_run(...) as run: run.write(name, bytes)``: published when the block ends."""
+    return staged_run(runs_dir(project, connection), sync_id)
 
 
-def write_run(project: Path, connection: str, sync_id: str, connection_info: dict[str, Any],
-              tables: dict[str, dict[str, Any]], report: dict[str, Any]) -> Path:
-    files = {"connection.json": json_bytes(connection_info), "scan-report.json": json_bytes(report)}
-    files.update({f"tables/{name}": json_bytes(data) for name, data in tables.items()})
-    return runs.write_run(runs_dir(project, connection), sync_id, files)
+def tables_bytes(tables: list[dict[str, Any]]) -> bytes:
+    return json_bytes({"tables": sorted(tables, key=lambda t: (t["db"], t["name"]))})
 
 
 def read_json(path: Path) -> Any:
@@ -45,28 +49,30 @@ def read_json(path: Path) -> Any:
 
 def read_run_tables(project: Path, connection: str, sync_id: str) -> dict[str, dict[str, Any]]:
     """Table artifacts of one run keyed by ``db.name``."""
-    folder = runs_dir(project, connection) / sync_id / "tables"
-    tables = {}
-    for path in sorted(folder.glob("*.json")):
-        data = read_json(path)
-        tables[f"{data['db']}.{data['name']}"] = data
-    return tables
+    run = runs_dir(project, connection) / sync_id
+    try:
+        listed = read_json(run / TABLES_FILE)["tables"]
+    except FileNotFoundError:  # a run from before ADR 0021: one file per table
+        listed = [read_json(path) for path in sorted((run / "tables").glob("*.json"))]
+    return {f"{data['db']}.{data['name']}": data for data in listed}
 
 
 def read_report(project: Path, connection: str, sync_id: str) -> dict[str, Any]:
-    data: dict[str, Any] = read_json(runs_dir(project, connection) / sync_id / "scan-report.json")
+    data: dict[str, Any] = read_json(runs_dir(project, connection) / sync_id / REPORT_FILE)
     return data
 
 
-def table_artifact(snapshot: CatalogSnapshot, table: Table, samples: dict[tuple[str, str, str], Any],
+_SAMPLE_KEYS = ("values", "frequencies", "distinct", "nulls", "skipped", "sampledRows")
+
+
+def table_artifact(table: Table, samples: dict[tuple[str, str, str], Any],
                    inferred: list[dict[str, Any]]) -> dict[str, Any]:
     data = table.model_dump(mode="json", by_alias=True)
     data["descriptions"] = {"db": table.comment} if table.comment else {}
     for column in data["columns"]:
         sample = samples.get((table.db, table.name, column["name"]))
         if sample is not None:
-            column["samples"] = {key: value for key, value in sample.items()
-                                 if key in ("values", "frequencies", "distinct", "nulls", "skipped", "sampledRows")}
+            column["samples"] = {key: value for key, value in sample.items() if key in _SAMPLE_KEYS}
         if column.get("comment"):
             column["descriptions"] = {"db": column["comment"]}
     data["inferredRelationships"] = inferred

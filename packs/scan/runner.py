@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import asdict
 from typing import Any
 
 import anyio.to_thread
 
 from khive.connections.catalog import ColumnSample
 from khive.context import Context
-from khive.project.runs import new_sync_id
+from khive.project.runs import json_bytes, new_sync_id
 from packs.scan.artifacts import (
+    REPORT_FILE,
+    TABLES_FILE,
     latest_sync,
     read_run_tables,
+    stage_run,
     table_artifact,
-    table_file_name,
-    write_run,
+    tables_bytes,
 )
 from packs.scan.diff import diff_runs
 from packs.scan.relationships import InferredRelationship, infer_relationships
@@ -30,7 +31,7 @@ def relationship_dict(rel: InferredRelationship) -> dict[str, Any]:
     return {"fromDb": rel.from_db, "fromTable": rel.from_table, "fromColumns": list(rel.from_columns),
             "toDb": rel.to_db, "toTable": rel.to_table, "toColumns": list(rel.to_columns),
             "confidence": round(rel.confidence, 3), "tier": rel.tier,
-            "evidence": [asdict(evidence) for evidence in rel.evidence]}
+            "evidence": [{"kind": e.kind, "detail": e.detail, "weight": e.weight} for e in rel.evidence]}
 
 
 async def run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str, Any]:
@@ -68,12 +69,11 @@ async def run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str, 
     by_table: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for rel in inferred:
         by_table.setdefault((rel["fromDb"], rel["fromTable"]), []).append(rel)
-    artifacts = {table_file_name(t): table_artifact(snapshot, t, sample_map, by_table.get((t.db, t.name), []))
-                 for t in tables}
+    artifacts = [table_artifact(t, sample_map, by_table.get((t.db, t.name), [])) for t in tables]
     sync_id = new_sync_id()
     previous = latest_sync(runtime.project, connection)
     before = read_run_tables(runtime.project, connection, previous) if previous else {}
-    after = {f"{data['db']}.{data['name']}": data for data in artifacts.values()}
+    after = {f"{data['db']}.{data['name']}": data for data in artifacts}
     diff = diff_runs(before, after)
     accepted = sum(1 for rel in inferred if rel["tier"] == "accepted")
     report: dict[str, Any] = {
@@ -93,12 +93,19 @@ async def run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str, 
     }
     info = {"connection": connection, "driver": config.driver, "description": config.description,
             "catalog": snapshot.catalog, "dialect": driver.dialect}
-    await anyio.to_thread.run_sync(lambda: write_run(runtime.project, connection, sync_id, info, artifacts, report))
-    await ctx.progress(3, 4, f"{connection}: writing _schema shards")
-    await anyio.to_thread.run_sync(
-        lambda: write_shards(runtime.files, connection, sync_id, artifacts.values(), author=ctx.principal))
-    timings["write_ms"] = _ms(clock)
-    timings["total_ms"] = _ms(started)
+    await ctx.progress(3, 4, f"{connection}: writing the run and the _schema shards")
+
+    def write() -> None:
+        # The report is the run's last file: its timings cover everything but writing it and the rename.
+        with stage_run(runtime.project, connection, sync_id) as run:
+            run.write("connection.json", json_bytes(info))
+            run.write(TABLES_FILE, tables_bytes(artifacts))
+            write_shards(runtime.files, connection, sync_id, artifacts, author=ctx.principal)
+            timings["write_ms"] = _ms(clock)
+            timings["total_ms"] = _ms(started)
+            run.write(REPORT_FILE, json_bytes(report))
+
+    await anyio.to_thread.run_sync(write)
     await ctx.progress(4, 4, f"{connection}: scan {sync_id} done")
     return report
 

@@ -11,7 +11,8 @@ import hashlib
 import io
 import math
 import os
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,10 @@ from ruamel.yaml.nodes import ScalarNode
 from khive.project.config import STATE_DIR
 from khive.project.store import FileStore
 
-SCAN_TABLE_KEYS = ("kind", "comment", "estimatedRows", "syncId", "columns", "foreignKeys", "inferredRelationships",
+SCAN_TABLE_KEYS = ("kind", "comment", "estimatedRows", "columns", "foreignKeys", "inferredRelationships",
                    "droppedInSync")
+_RETIRED_TABLE_KEYS = ("syncId",)  # written per table before ADR 0021; a re-scan removes it
+_MANAGED_TABLE_KEYS = SCAN_TABLE_KEYS + _RETIRED_TABLE_KEYS
 SCAN_COLUMN_KEYS = ("name", "type", "nativeType", "dimensionType", "nullable", "default", "primaryKey", "comment",
                     "samples")
 HEADER = ("# Written by khive scan. Keys the scan manages are replaced on every scan:\n"
@@ -60,8 +63,11 @@ def dump(data: CommentedMap) -> str:
     return body if body.startswith("#") else HEADER + body
 
 
-def scan_entry(table: dict[str, Any], sync_id: str) -> dict[str, Any]:
-    """The scan-managed part of one table's shard entry, from its scan artifact."""
+def scan_entry(table: dict[str, Any]) -> dict[str, Any]:
+    """The scan-managed part of one table's shard entry, from its scan artifact.
+
+    No sync id: an entry changes only when the table does, so a re-scan of an unchanged schema rewrites
+    nothing (ADR 0021)."""
     columns = []
     for column in table.get("columns", []):
         entry: dict[str, Any] = {"name": column["name"], "type": column["normalizedType"],
@@ -76,7 +82,7 @@ def scan_entry(table: dict[str, Any], sync_id: str) -> dict[str, Any]:
         if values:
             entry["samples"] = list(values[:10])
         columns.append(entry)
-    entry_out: dict[str, Any] = {"kind": table.get("kind", "table"), "syncId": sync_id, "columns": columns}
+    entry_out: dict[str, Any] = {"kind": table.get("kind", "table"), "columns": columns}
     if table.get("comment"):
         entry_out["comment"] = table["comment"]
     if table.get("estimatedRows") is not None:
@@ -106,11 +112,11 @@ def merge(document: CommentedMap, header: dict[str, Any], entries: dict[str, dic
         _merge_table(current, fresh)
     for name in [n for n in tables if n not in entries]:
         current = tables[name]
-        kept = [k for k in current if k not in SCAN_TABLE_KEYS] if isinstance(current, CommentedMap) else []
+        kept = [k for k in current if k not in _MANAGED_TABLE_KEYS] if isinstance(current, CommentedMap) else []
         if not kept:
             del tables[name]
             continue
-        for key in SCAN_TABLE_KEYS:
+        for key in _MANAGED_TABLE_KEYS:
             current.pop(key, None)
         current["droppedInSync"] = sync_id  # people wrote about it: keep their words, say it is gone
     return document
@@ -118,7 +124,7 @@ def merge(document: CommentedMap, header: dict[str, Any], entries: dict[str, dic
 
 def _merge_table(current: CommentedMap, fresh: dict[str, Any]) -> None:
     old_columns = {c.get("name"): c for c in current.get("columns", []) if isinstance(c, dict)}
-    for key in SCAN_TABLE_KEYS:
+    for key in _MANAGED_TABLE_KEYS:
         if key not in fresh:
             current.pop(key, None)
     for key, value in fresh.items():
@@ -274,73 +280,106 @@ def render(header: dict[str, Any], entries: dict[str, dict[str, Any]]) -> str:
     return "".join(parts)
 
 
+# ---- which shards hold exactly what the scan wrote ---------------------------------------------------------
+#
+# .khive/scan/<connection>.shards.json: shard path -> {"text": sha256 of the text the fast path wrote,
+# "entries": sha256 of the scan entries it was rendered from, "syncId": the latest run those entries are
+# the scan part of}. A shard whose text still has that digest holds nothing but the scan's entries, so
+# a re-scan with the same entries leaves it alone, and readers can take the entries from the run's
+# tables.json instead of parsing YAML.
+
+_STATE_VERSION = 2
+
+
 def _state_file(files: FileStore, connection: str) -> Path:
     return files.root / STATE_DIR / "scan" / f"{connection}.shards.json"
 
 
-def _read_state(files: FileStore, connection: str) -> dict[str, str]:
+def _read_state(files: FileStore, connection: str) -> dict[str, dict[str, str]]:
     try:
         data = orjson.loads(_state_file(files, connection).read_bytes())
     except (FileNotFoundError, orjson.JSONDecodeError):
         return {}
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+    if isinstance(data, dict) and "version" not in data:  # before ADR 0021: path -> text digest
+        return {str(k): {"text": str(v)} for k, v in data.items()}
+    if not isinstance(data, dict) or data.get("version") != _STATE_VERSION:
+        return {}
+    shards = data.get("shards")
+    return {str(k): v for k, v in shards.items() if isinstance(v, dict)} if isinstance(shards, dict) else {}
 
 
-def _write_state(files: FileStore, connection: str, state: dict[str, str]) -> None:
+def _write_state(files: FileStore, connection: str, state: dict[str, dict[str, str]]) -> None:
     target = _state_file(files, connection)
     target.parent.mkdir(parents=True, exist_ok=True)
-    temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temp.write_bytes(orjson.dumps(state, option=orjson.OPT_SORT_KEYS))
+    temp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    temp.write_bytes(orjson.dumps({"version": _STATE_VERSION, "shards": state}, option=orjson.OPT_SORT_KEYS))
     os.replace(temp, target)
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+def _digest(data: str | bytes) -> str:
+    return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()
+
+
+def _entries_digest(header: dict[str, Any], entries: dict[str, dict[str, Any]]) -> str:
+    return _digest(HEADER.encode("utf-8") + orjson.dumps([header, entries]))
+
+
+def group_entries(tables: Iterable[dict[str, Any]]) -> dict[tuple[str | None, str], dict[str, dict[str, Any]]]:
+    """(catalog, schema) -> table name -> scan entry, in the order the tables come."""
+    grouped: dict[tuple[str | None, str], dict[str, dict[str, Any]]] = {}
+    for table in tables:
+        grouped.setdefault((table.get("catalog"), table["db"]), {})[table["name"]] = scan_entry(table)
+    return grouped
 
 
 def write_shards(files: FileStore, connection: str, sync_id: str, tables: Iterable[dict[str, Any]],
                  *, author: str) -> list[str]:
     """Merge the scan into every shard of ``connection``; shards of schemas no longer seen lose their tables."""
-    grouped: dict[tuple[str | None, str], dict[str, dict[str, Any]]] = {}
-    for table in tables:
-        grouped.setdefault((table.get("catalog"), table["db"]), {})[table["name"]] = scan_entry(table, sync_id)
+    grouped = group_entries(tables)
     written = []
-    existing = {path for path in files.list(f"_schema/{connection}/", suffix=".yaml")}
+    existing = set(files.list(f"_schema/{connection}/", suffix=".yaml"))
     targets = {shard_path(connection, catalog, schema): (catalog, schema) for catalog, schema in grouped}
-    pristine = _read_state(files, connection)  # shard -> sha256 of the text the fast path last wrote
-    state: dict[str, str] = {}
+    before = _read_state(files, connection)
+    state: dict[str, dict[str, str]] = {}
     for path in sorted(existing | targets.keys()):
         catalog, schema = targets.get(path, (None, ""))
         entries = grouped.get((catalog, schema), {}) if path in targets else {}
+        header = {"connection": connection, "catalog": catalog, "schema": schema} if path in targets else {}
+        wanted = _entries_digest(header, entries)
 
         def update(text: str | None, entries: dict[str, dict[str, Any]] = entries,
-                   catalog: str | None = catalog, schema: str = schema, path: str = path) -> str:
-            header = {"connection": connection, "catalog": catalog, "schema": schema} if path in targets else {}
-            if entries and (text is None or pristine.get(path) == _digest(text)):
-                fresh = render(header, entries)
-                state[path] = _digest(fresh)
+                   header: dict[str, Any] = header, path: str = path, wanted: str = wanted) -> str:
+            known = before.get(path, {})
+            if entries and (text is None or known.get("text") == _digest(text)):
+                if text is not None and known.get("entries") == wanted:
+                    fresh = text  # nobody touched it and the scan has nothing new to say
+                else:
+                    fresh = render(header, entries)
+                state[path] = {"text": _digest(fresh), "entries": wanted, "syncId": sync_id}
                 return fresh
-            state.pop(path, None)
             return dump(merge(load(text), header, entries, sync_id))
 
         result = files.update(path, update, author=author, message=f"scan: {connection} {sync_id}")
         if result.changed:
             written.append(path)
-    if state != pristine:
-        _write_state(files, connection, state)
+    _write_state(files, connection, state)
     return written
 
 
 ShardCache = dict[str, tuple[tuple[int, int, int], dict[str, Any]]]  # path -> ((inode, mtime_ns, size), document)
 
 
-def read_shard_tables(files: FileStore, connection: str, cache: ShardCache | None = None
+def read_shard_tables(files: FileStore, connection: str, sync_id: str,
+                      run_tables: Callable[[], dict[str, dict[str, Any]]], cache: ShardCache | None = None
                       ) -> dict[str, dict[str, Any]]:
     """``db.name`` -> merged entry (scan keys plus everything people and tools added).
 
-    Parsing a large shard takes seconds (pure-Python YAML), so a warm process keeps parsed shards in
-    ``cache`` and re-reads a shard only when its stamp changed.
+    A shard still holding exactly what the scan of ``sync_id`` wrote is rebuilt from that run's tables
+    (``run_tables()``, JSON) instead of parsed: parsing a large shard takes seconds (pure-Python YAML).
+    Any other shard is parsed; a warm process keeps parsed shards in ``cache`` until their stamp changes.
     """
+    state = _read_state(files, connection)
+    grouped: dict[tuple[str | None, str], dict[str, dict[str, Any]]] | None = None
     out: dict[str, dict[str, Any]] = {}
     for path in files.list(f"_schema/{connection}/", suffix=".yaml"):
         try:  # the inode changes on every atomic rewrite, even within one timestamp tick
@@ -352,7 +391,16 @@ def read_shard_tables(files: FileStore, connection: str, cache: ShardCache | Non
         if hit is not None and hit[0] == stamp:
             data = hit[1]
         else:
-            data = YAML(typ="safe").load(files.read_text(path) or "") or {}
+            raw = files.read_bytes(path) or b""
+            known = state.get(path, {})
+            if known.get("syncId") == sync_id and known.get("text") == _digest(raw):
+                if grouped is None:
+                    grouped = {shard_path(connection, c, s): (c, s, e) for (c, s), e in
+                               group_entries(run_tables().values()).items()}
+                catalog, schema, entries = grouped.get(path, (None, None, {}))
+                data = {"connection": connection, "catalog": catalog, "schema": schema, "tables": entries}
+            else:
+                data = YAML(typ="safe").load(raw.decode("utf-8")) or {}
             if cache is not None:
                 cache[path] = (stamp, data)
         for name, entry in (data.get("tables") or {}).items():

@@ -78,10 +78,15 @@ class TablesParams(Params):
     limit: int = Field(default=200, ge=1, le=10_000)
 
 
+def _shard_tables(ctx: Context, connection: str, sync: str) -> dict[str, dict[str, Any]]:
+    return read_shard_tables(ctx.runtime.files, connection, sync, lambda: _run_tables(ctx, connection, sync),
+                             _shard_cache(ctx))
+
+
 async def tables(params: TablesParams, ctx: Context) -> dict[str, Any]:
     """Tables of the latest scan: name, kind, comment, row estimate, column count."""
-    _require_scan(ctx, params.connection)
-    entries = read_shard_tables(ctx.runtime.files, params.connection, _shard_cache(ctx))
+    sync = _require_scan(ctx, params.connection)
+    entries = _shard_tables(ctx, params.connection, sync)
     rows = [{"id": key, "db": entry["db"], "name": entry["name"], "kind": entry.get("kind"),
              "comment": entry.get("description") or entry.get("comment"),
              "estimatedRows": entry.get("estimatedRows"), "columns": len(entry.get("columns") or [])}
@@ -106,7 +111,7 @@ async def entity(params: EntityParams, ctx: Context) -> dict[str, Any]:
     """Everything known about a table (or one column): columns, keys, FKs in and out, samples, usage."""
     sync = _require_scan(ctx, params.connection)
     artifacts = _run_tables(ctx, params.connection, sync)
-    shards = read_shard_tables(ctx.runtime.files, params.connection, _shard_cache(ctx))
+    shards = _shard_tables(ctx, params.connection, sync)
     key = _resolve_table(params.table, artifacts)
     table = artifacts[key]
     shard = shards.get(key, {})

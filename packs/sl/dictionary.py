@@ -1,7 +1,7 @@
 """``sl.dictionary_search``: which column holds a value, from what the latest scan profiled.
 
 Evidence, strongest first: the per-column samples of the latest scan's artifacts
-(``raw-sources/<connection>/live-database/<syncId>/tables/*.json``: values with frequencies), else
+(``raw-sources/<connection>/live-database/<syncId>/tables.json``: values with frequencies), else
 the ``samples`` of the ``_schema`` shards (values only; raw-sources may not be checked in), plus the
 ``values`` hints of semantic-layer columns. Matching is case-insensitive: exact, then prefix, then
 substring. Samples are bounded (top-N values per column), so a miss says why it may be one.
@@ -57,8 +57,11 @@ def scan_profiles(runtime: Runtime, connection: str) -> tuple[list[Profile], str
     sync = latest_sync(runtime, connection)
     profiles: list[Profile] = []
     if sync is not None:
-        for path in files.list(f"raw-sources/{connection}/{LIVE}/{sync}/tables/", suffix=".json"):
-            table = orjson.loads(files.read_bytes(path) or b"{}")
+        run = f"raw-sources/{connection}/{LIVE}/{sync}"
+        listed = files.read_bytes(f"{run}/tables.json")  # one file per run (scan ADR 0021)
+        tables = orjson.loads(listed)["tables"] if listed is not None else [  # older runs: a file per table
+            orjson.loads(files.read_bytes(path) or b"{}") for path in files.list(f"{run}/tables/", suffix=".json")]
+        for table in tables:
             key = f"{table.get('db')}.{table.get('name')}"
             for column in table.get("columns") or []:
                 samples = column.get("samples")

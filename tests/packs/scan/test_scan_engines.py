@@ -69,11 +69,12 @@ def test_duckdb_scan_with_schemas_comments_and_fks(tmp_path: Path) -> None:
     assert entity["column"]["comment"] == "gold, silver or bronze"
     assert set(entity["column"]["samples"]["values"]) == {"gold", "bronze"}
     run = root / "raw-sources/wh/live-database" / report["syncId"]
-    accounts = json.loads((run / "tables/crm-accounts.json").read_text())
+    run_tables = {f"{t['db']}.{t['name']}": t for t in json.loads((run / "tables.json").read_text())["tables"]}
+    accounts = run_tables["crm.accounts"]
     assert accounts["comment"] == "Customer accounts" and accounts["descriptions"] == {"db": "Customer accounts"}
-    lines = json.loads((run / "tables/sales-lines.json").read_text())
+    lines = run_tables["sales.lines"]
     assert lines["foreignKeys"][0]["refTable"] == "orders"
-    orders = json.loads((run / "tables/sales-orders.json").read_text())
+    orders = run_tables["sales.orders"]
     inferred = orders["inferredRelationships"]
     assert any(r["toTable"] == "accounts" and r["fromColumns"] == ["account_id"] for r in inferred)
     assert (root / "_schema/wh/wh.sales.yaml").is_file() and (root / "_schema/wh/wh.crm.yaml").is_file()

@@ -33,7 +33,7 @@ RELATION = st.fixed_dictionaries(
      "evidence": st.lists(st.fixed_dictionaries({"kind": TEXT, "detail": TEXT, "weight": st.floats(-9, 9)}),
                           min_size=1, max_size=2)})
 ENTRY = st.fixed_dictionaries(
-    {"kind": st.just("table"), "syncId": st.just("20261129T164000901544Z"),
+    {"kind": st.just("table"),
      "columns": st.lists(COLUMN, min_size=1, max_size=3)},
     optional={"comment": TEXT, "estimatedRows": st.integers(0, 10**12),
               "foreignKeys": st.lists(st.fixed_dictionaries(
@@ -57,7 +57,7 @@ def _entries(project: Path, connection: str) -> tuple[dict[str, Any], dict[str, 
     sync = latest_sync(project, connection)
     assert sync is not None
     tables = read_run_tables(project, connection, sync)
-    entries = {t["name"]: shards.scan_entry(t, sync) for t in tables.values()}
+    entries = {t["name"]: shards.scan_entry(t) for t in tables.values()}
     return {"connection": connection, "catalog": "shop", "schema": "main"}, entries
 
 
