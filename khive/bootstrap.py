@@ -1,37 +1,32 @@
-"""Shared by the composition roots (CLI, MCP server, daemon): find the project, build the Runtime."""
+"""Shared by the composition roots (CLI, MCP server, daemon): find the project, build the Runtime.
+
+Kept free of heavy imports at module level: the daemon client path of ``khive request`` imports
+this module before it knows whether it will build a Runtime at all.
+"""
 
 from __future__ import annotations
 
 import getpass
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from khive.errors import ConfigError
-from khive.plugins import selected_from_env
-from khive.project.config import CONFIG_NAME, find_project, load_config
-from khive.runtime import Runtime, build_runtime
+from khive.project.locate import CONFIG_NAME, locate_project
 
+if TYPE_CHECKING:
+    from khive.runtime import Runtime
 
-def locate_project(explicit: str | None, env: Mapping[str, str], cwd: Path) -> Path:
-    """``--project``, then ``KHIVE_PROJECT``, then the nearest khive.yaml upward."""
-    chosen = explicit or env.get("KHIVE_PROJECT")
-    if chosen:
-        path = Path(chosen).expanduser().resolve()
-        if not (path / CONFIG_NAME).is_file():
-            raise ConfigError(f"{path} is not a khive project (no {CONFIG_NAME}); run `khive init {path}`",
-                              details={"project": str(path)})
-        return path
-    found = find_project(cwd)
-    if found is None:
-        raise ConfigError(f"no khive project found: no {CONFIG_NAME} in {cwd} or above; "
-                          "run `khive init`, pass --project DIR or set KHIVE_PROJECT",
-                          details={"cwd": str(cwd)})
-    return found
+__all__ = ["locate_project", "open_runtime", "operator_principal"]
 
 
 def open_runtime(project: Path, env: Mapping[str, str], extra_plugins: Iterable[object] = ()) -> Runtime:
+    from khive.plugins import plugins_from_env, selected_from_env
+    from khive.project.config import load_config
+    from khive.runtime import build_runtime
+
     config = load_config(project / CONFIG_NAME)
-    return build_runtime(project, config, env, packs=selected_from_env(env), extra_plugins=extra_plugins)
+    return build_runtime(project, config, env, packs=selected_from_env(env),
+                         extra_plugins=[*extra_plugins, *plugins_from_env(env)])
 
 
 def operator_principal() -> str:

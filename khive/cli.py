@@ -14,25 +14,30 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import orjson
 
 from khive import __version__
 from khive.bootstrap import locate_project, open_runtime, operator_principal
-from khive.cli_progress import RichProgressSink
-from khive.context import CLI, PRESENTATIONS, Context
-from khive.dispatch import dispatch
+from khive.context import CLI, PRESENTATIONS
 from khive.dsl import parse
 from khive.errors import ConfigError, DslSyntaxError, KhiveError
-from khive.runtime import Runtime
+
+if TYPE_CHECKING:  # the forwarding path of `khive request` must not import the runtime (ADR 0019)
+    from khive.client import Forwarded, Local
+    from khive.dsl.nodes import Request
+    from khive.runtime import Runtime
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `khive request` is what agents and scripts run all day: it gets a parser with only its own
+    # command, so no other subcommand's module is imported on the way to the daemon.
+    parser = _request_parser() if _command_of(argv) == "request" else _parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()
@@ -45,22 +50,47 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
 
 
-def _parser() -> argparse.ArgumentParser:
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand name: the first word that is neither a global option nor its value."""
+    words = iter(argv)
+    for word in words:
+        if word == "--project":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def _global_parser() -> tuple[argparse.ArgumentParser, Any]:
     parser = argparse.ArgumentParser(prog="khive", description="khive: a data-context server for AI agents")
     parser.add_argument("--version", action="version", version=f"khive {__version__}")
     parser.add_argument("--project", help="project directory (default: KHIVE_PROJECT or nearest khive.yaml)")
     parser.add_argument("--verbose", action="store_true", help="say more about what happens")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    return parser, parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    init = commands.add_parser("init", help="create a khive project")
-    init.add_argument("dir", nargs="?", default=".")
-    init.set_defaults(handler=_init)
 
+def _request_parser() -> argparse.ArgumentParser:
+    parser, commands = _global_parser()
+    _add_request_command(commands)
+    return parser
+
+
+def _add_request_command(commands: Any) -> None:
     request = commands.add_parser("request", help="run one request and print its envelope")
     request.add_argument("ops", help='DSL text, e.g. "verbs()", or "-" to read it from stdin')
     request.add_argument("--presentation", choices=PRESENTATIONS, default="agent")
     request.add_argument("--request-id", default="")
     request.set_defaults(handler=_request)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser, commands = _global_parser()
+
+    init = commands.add_parser("init", help="create a khive project")
+    init.add_argument("dir", nargs="?", default=".")
+    init.set_defaults(handler=_init)
+
+    _add_request_command(commands)
 
     verbs = commands.add_parser("verbs", help="list every verb")
     verbs.add_argument("--pack")
@@ -101,6 +131,10 @@ def _parser() -> argparse.ArgumentParser:
     doctor = commands.add_parser("doctor", help="what retrieval can see (discover.doctor) and query-history probes")
     doctor.set_defaults(handler=cli_doctor.doctor)
 
+    from khive.daemon.cli import add_daemon_commands
+
+    add_daemon_commands(commands)
+
     from khive import cli_demo
 
     demo = commands.add_parser("demo", help="build the demo shop project and show requests against it")
@@ -132,12 +166,59 @@ def _scan(args: argparse.Namespace) -> int:
 def _request(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.ops == "-" else args.ops
     try:
-        parse(text)
+        request = parse(text)  # a syntax error never reaches the daemon
     except DslSyntaxError as exc:
         sys.stdout.write(orjson.dumps({"error": exc.to_dict()}, option=orjson.OPT_INDENT_2).decode() + "\n")
         print(f"khive: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    runtime = _runtime(args)
+    project = locate_project(args.project, os.environ, Path.cwd())
+    outcome = _forward(args, text, request, project)
+    if isinstance(outcome, dict):
+        envelope = outcome
+    else:
+        if args.verbose:
+            print(f"khive: dispatching locally: {outcome.reason}", file=sys.stderr)
+        envelope = _dispatch_locally(args, text, project)
+    sys.stdout.write(orjson.dumps(envelope, option=orjson.OPT_INDENT_2).decode() + "\n")
+    return EXIT_OK if envelope["status"] == "success" else EXIT_FAILED
+
+
+def _forward(args: argparse.Namespace, text: str, request: Request, project: Path) -> dict[str, Any] | Local:
+    from khive.client import Call, Local, forward_or_spawn
+    from khive.daemon.paths import settings_from_env
+
+    progress_bar: Any = None
+
+    def progress(done: float, total: float | None, message: str | None) -> None:
+        nonlocal progress_bar
+        if progress_bar is None:
+            from khive.cli_progress import RichProgressSink
+
+            progress_bar = RichProgressSink().__enter__()
+        progress_bar.update(done, total, message)
+
+    call = Call(text, request, operator_principal(), CLI, args.presentation, args.request_id,
+                operator_principal().split(":", 1)[1])
+    try:
+        outcome: Forwarded | Local = forward_or_spawn(call, project=project, env=os.environ,
+                                                      settings=settings_from_env(os.environ), on_progress=progress)
+    finally:
+        if progress_bar is not None:
+            progress_bar.__exit__(None, None, None)
+    if isinstance(outcome, Local):
+        return outcome
+    if args.verbose:
+        print(f"khive: answered by the daemon (pid {outcome.pid}){' after one resend' if outcome.resent else ''}",
+              file=sys.stderr)
+    return outcome.envelope
+
+
+def _dispatch_locally(args: argparse.Namespace, text: str, project: Path) -> dict[str, Any]:
+    from khive.cli_progress import RichProgressSink
+    from khive.context import Context
+    from khive.dispatch import dispatch
+
+    runtime = open_runtime(project, os.environ)
 
     async def run() -> dict[str, Any]:
         try:
@@ -148,9 +229,8 @@ def _request(args: argparse.Namespace) -> int:
         finally:
             await runtime.aclose()
 
-    envelope = anyio.run(run)
-    sys.stdout.write(orjson.dumps(envelope, option=orjson.OPT_INDENT_2).decode() + "\n")
-    return EXIT_OK if envelope["status"] == "success" else EXIT_FAILED
+    envelope: dict[str, Any] = anyio.run(run)
+    return envelope
 
 
 def _verbs(args: argparse.Namespace) -> int:
@@ -170,15 +250,27 @@ def _mcp(args: argparse.Namespace) -> int:
     from khive.mcp_server import run_stdio
 
     runtime = _runtime(args)
+    dispatcher = _daemon_dispatcher(args, runtime.project)
 
     async def run() -> None:
         try:
-            await run_stdio(runtime, user=operator_principal().split(":", 1)[1])
+            await run_stdio(runtime, dispatcher, user=operator_principal().split(":", 1)[1])
         finally:
             await runtime.aclose()
 
     anyio.run(run)
     return EXIT_OK
+
+
+def _daemon_dispatcher(args: argparse.Namespace, project: Path) -> Any:
+    from khive.daemon.paths import settings_from_env
+    from khive.mcp_server import forwarding_dispatcher
+
+    def note(message: str) -> None:
+        if args.verbose:
+            print(f"khive: {message}", file=sys.stderr)
+
+    return forwarding_dispatcher(project, os.environ, settings_from_env(os.environ), note)
 
 
 def _is_loopback(host: str) -> bool:
@@ -205,13 +297,13 @@ def _serve(args: argparse.Namespace) -> int:
         if not _is_loopback(args.host):
             print(f"khive: --no-auth is only allowed on a loopback address, not {args.host}", file=sys.stderr)
             return EXIT_USAGE
-        app = http_app(runtime, tokens=None, host=args.host)
+        app = http_app(runtime, tokens=None, host=args.host, dispatcher=_daemon_dispatcher(args, runtime.project))
     elif not tokens:
         print("khive: refusing to serve HTTP without a bearer token: set KHIVE_HTTP_TOKEN or server.tokens "
               "in khive.yaml (or --no-auth on a loopback address)", file=sys.stderr)
         return EXIT_USAGE
     else:
-        app = http_app(runtime, tokens=tokens, host=args.host)
+        app = http_app(runtime, tokens=tokens, host=args.host, dispatcher=_daemon_dispatcher(args, runtime.project))
     print(f"khive: serving MCP on http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
     # uvicorn re-raises SIGTERM with the default handler after its graceful shutdown, which would skip
     # closing the runtime; exiting through SystemExit runs the finally block instead.

@@ -16,6 +16,10 @@ class RichProgressSink:
         self._task: TaskID | None = None
 
     async def __call__(self, done: float, total: float | None, message: str | None) -> None:
+        self.update(done, total, message)
+
+    def update(self, done: float, total: float | None, message: str | None) -> None:
+        """The same as awaiting the sink, for callers without an event loop (a forwarded request)."""
         if self._task is None:
             self._progress.start()
             self._task = self._progress.add_task(message or "working", total=total)

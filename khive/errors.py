@@ -4,6 +4,8 @@
     ├── DslSyntaxError          parse-error: line, column, excerpt with caret, reason
     ├── ConfigError             config_error: file, line, fix
     ├── PackLoadError           pack_load_error: unknown pack, missing requirement
+    ├── DaemonError             daemon_error; narrower codes: daemon_unavailable, daemon_connection_lost,
+    │                           daemon_refused, daemon_running, frame_too_large, bad_frame
     └── OpError                 raised inside an op; becomes that op's error envelope
         ├── InvalidArgs         invalid_args
         ├── UnknownVerb         unknown_verb
@@ -63,6 +65,12 @@ class ConfigError(KhiveError):
 
 class PackLoadError(KhiveError):
     code = "pack_load_error"
+
+
+class DaemonError(KhiveError):
+    """The warm daemon or its wire: not reachable, refused, lost a response, or got a bad frame."""
+
+    code = "daemon_error"
 
 
 class OpError(KhiveError):

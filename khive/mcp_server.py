@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 import orjson
@@ -25,6 +26,9 @@ from khive.errors import DslSyntaxError
 from khive.mcp_sampling import SAMPLE_KEY, Sampler
 from khive.runtime import Runtime
 from khive.verbs import Visibility
+
+if TYPE_CHECKING:
+    from khive.daemon.paths import DaemonSettings
 
 TOOL_NAME = "request"
 INVALID_PARAMS = -32602
@@ -82,6 +86,31 @@ def parse_error_data(exc: DslSyntaxError) -> dict[str, Any]:
 
 async def local_dispatch(text: str, ctx: Context) -> dict[str, Any]:
     return await dispatch(parse(text), ctx)
+
+
+def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: DaemonSettings,
+                          note: Callable[[str], None] | None = None) -> Dispatcher:
+    """Forward each call through the warm daemon (``khive.client``); dispatch locally when it says so."""
+    import anyio.from_thread
+    import anyio.to_thread
+
+    from khive.client import Call, Forwarded, forward_or_spawn
+
+    async def dispatcher(text: str, ctx: Context) -> dict[str, Any]:
+        call = Call(text, parse(text), ctx.principal, ctx.transport, ctx.presentation, ctx.request_id, ctx.user)
+
+        def progress(done: float, total: float | None, message: str | None) -> None:
+            anyio.from_thread.run(ctx.progress, done, total, message)
+
+        outcome = await anyio.to_thread.run_sync(
+            lambda: forward_or_spawn(call, project=project, env=env, settings=settings, on_progress=progress))
+        if isinstance(outcome, Forwarded):
+            return outcome.envelope
+        if note is not None:
+            note(f"dispatching locally: {outcome.reason}")
+        return await local_dispatch(text, ctx)
+
+    return dispatcher
 
 
 def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,

@@ -5,6 +5,7 @@ Built-in packs are registered through the same ``khive.packs`` entry points as t
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -126,3 +127,25 @@ def selected_from_env(env: Mapping[str, str]) -> list[str] | None:
     if not raw:
         return None
     return [name.strip() for name in raw.split(",") if name.strip()]
+
+
+def plugins_from_env(env: Mapping[str, str]) -> list[object]:
+    """``KHIVE_EXTRA_PACKS=module:attr,...``: packs loaded by import path, without an entry point.
+
+    For development and for tests that run packs in other processes (a spawned daemon); the
+    variable is part of the daemon identity, so a client and a daemon always agree on it.
+    """
+    raw = env.get("KHIVE_EXTRA_PACKS", "").strip()
+    found: list[object] = []
+    for spec in (item.strip() for item in raw.split(",")):
+        if not spec:
+            continue
+        module_name, _, attr = spec.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+            found.append(getattr(module, attr) if attr else module)
+        except (ImportError, AttributeError) as exc:
+            raise PackLoadError(f"KHIVE_EXTRA_PACKS entry {spec!r} cannot be loaded: {exc}; "
+                                "use module.path:object with the module on PYTHONPATH",
+                                details={"entry": spec}) from None
+    return found

@@ -5,9 +5,13 @@ KHIVE_REQUIRE_POSTGRES=1 (CI), where they fail instead."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack
+from pathlib import Path
 
+import daemons
 import pgcluster
 import pytest
 from psycopg.conninfo import make_conninfo
@@ -33,3 +37,26 @@ def pg_database(postgres_dsn: str) -> Iterator[str]:
     name = pgcluster.create_database(postgres_dsn)
     yield make_conninfo(postgres_dsn, dbname=name)
     pgcluster.drop_database(postgres_dsn, name)
+
+
+DAEMON_VARIABLES = ("KHIVE_HOME", "KHIVE_SOCKET", "KHIVE_NO_DAEMON", "KHIVE_DAEMON_STRICT", "KHIVE_DAEMON_IDLE")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _daemon_isolation() -> Iterator[None]:
+    """No test reaches the real ~/.khive or leaves a daemon behind: the session runs with its own
+    KHIVE_HOME/KHIVE_SOCKET and KHIVE_NO_DAEMON=1; tests/daemon/ opts back in for its subprocesses.
+    A daemon that was started here anyway is killed at the end (it would idle out in 60 s too)."""
+    home = Path(tempfile.mkdtemp(prefix="khive-test-", dir="/tmp"))  # short: socket paths have a 107-byte limit
+    with pytest.MonkeyPatch.context() as patch:
+        for name in DAEMON_VARIABLES:
+            patch.delenv(name, raising=False)
+        patch.setenv("KHIVE_HOME", str(home))
+        patch.setenv("KHIVE_SOCKET", str(home / "khived.sock"))
+        patch.setenv("KHIVE_NO_DAEMON", "1")
+        patch.setenv("KHIVE_DAEMON_IDLE", "60")
+        try:
+            yield
+        finally:
+            daemons.kill_daemon(home)
+            shutil.rmtree(home, ignore_errors=True)

@@ -18,10 +18,9 @@ from ruamel.yaml.error import MarkedYAMLError
 
 from khive.connections.config import ConnectionConfig
 from khive.errors import ConfigError
+from khive.project.locate import CONFIG_NAME, STATE_DIR, find_project  # noqa: F401  (re-exported)
 from khive.project.yamldoc import line_of, plain
 
-CONFIG_NAME = "khive.yaml"
-STATE_DIR = ".khive"
 _ENV_REF_RE = re.compile(r"env:[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -105,15 +104,6 @@ class KhiveConfig(_Section):
     connections: dict[str, ConnectionConfig] = Field(default_factory=dict)
     index: IndexConfig = Field(default_factory=IndexConfig)
     wiki: WikiConfig = Field(default_factory=WikiConfig)
-
-
-def find_project(start: Path) -> Path | None:
-    """The nearest directory at or above ``start`` holding a khive.yaml."""
-    current = start.resolve()
-    for candidate in (current, *current.parents):
-        if (candidate / CONFIG_NAME).is_file():
-            return candidate
-    return None
 
 
 def load_config(path: Path) -> KhiveConfig:

@@ -75,9 +75,14 @@ def leaves(exc: BaseException) -> Iterator[BaseException]:
 
 # --- subprocesses -------------------------------------------------------------------------------
 
+DAEMON_ISOLATION = ("KHIVE_HOME", "KHIVE_SOCKET", "KHIVE_NO_DAEMON")  # set for the session by tests/conftest.py
+
+
 def clean_env(**extra: str) -> dict[str, str]:
-    """This process's environment without any KHIVE_* leaking in from the developer's shell."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("KHIVE_")}
+    """This process's environment without any KHIVE_* leaking in from the developer's shell
+    (except the session's daemon isolation, so a subprocess never reaches the real ~/.khive)."""
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith("KHIVE_") or key in DAEMON_ISOLATION}
     env.update(extra)
     return env
 

@@ -1,0 +1,194 @@
+"""forward_or_spawn: send a request to the warm daemon, starting it when needed, else say why not.
+
+Used by ``khive request``, ``khive mcp`` and ``khive serve``. The caller has parsed the text
+already (a syntax error never reaches the daemon). The answer is an envelope, or ``Local``: the
+caller dispatches in-process. ``Local(chosen=True)`` is deliberate (``KHIVE_NO_DAEMON=1``, a
+``save_to`` argument); any other ``Local`` is a fallback, which ``KHIVE_DAEMON_STRICT=1`` turns
+into a per-op error envelope instead.
+
+Once a request frame is written, a lost answer is an error (``daemon_connection_lost``), never a
+silent re-run, except one resend when every op's verb is read-only (the daemon's hello lists
+the verbs that write).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from khive.daemon import protocol
+from khive.daemon.connection import DaemonConnection, Lost, NotSent, Progress
+from khive.daemon.paths import DaemonSettings, ensure_private_dir
+from khive.errors import DaemonError
+
+if TYPE_CHECKING:
+    from khive.dsl.nodes import Request
+
+_NOT_LISTENING = (FileNotFoundError, ConnectionRefusedError)
+_LOG_ROTATE_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Local:
+    """Dispatch in this process, and why."""
+
+    reason: str
+    chosen: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Forwarded:
+    envelope: dict[str, Any]
+    pid: int
+    resent: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One request as the daemon needs it."""
+
+    text: str
+    request: Request
+    principal: str
+    transport: str
+    presentation: str = "agent"
+    request_id: str = ""
+    user: str = ""
+
+
+def forward_or_spawn(call: Call, *, project: Path, env: Mapping[str, str], settings: DaemonSettings,
+                     on_progress: Progress | None = None) -> Forwarded | Local:
+    """The daemon's envelope for ``call``, or ``Local``; under strict mode a fallback is an error envelope."""
+    if settings.disabled:
+        return Local("KHIVE_NO_DAEMON=1", chosen=True)
+    if any("save_to" in op.args for op in call.request.ops):
+        return Local("the request has a save_to argument (a file written relative to the caller)", chosen=True)
+    if not call.request_id:
+        call = _with_id(call)
+    outcome = _forward(call, project, env, settings, on_progress)
+    if isinstance(outcome, Local) and settings.strict:
+        return Forwarded(failed_envelope(call, "daemon_unavailable",
+                                         f"KHIVE_DAEMON_STRICT=1 and the daemon was not used: {outcome.reason}",
+                                         socket=str(settings.socket)), pid=0)
+    return outcome
+
+
+def _forward(call: Call, project: Path, env: Mapping[str, str], settings: DaemonSettings,
+             on_progress: Progress | None, *, resent: bool = False) -> Forwarded | Local:
+    try:
+        settings.check_socket_path()
+        config_id = protocol.identity_key(project, env)
+    except (DaemonError, OSError) as exc:
+        return Local(f"cannot use the daemon: {getattr(exc, 'message', exc)}")
+    connection = connect_or_spawn(settings, project, env)
+    if isinstance(connection, Local):
+        return connection
+    with connection:
+        try:
+            hello = connection.call(protocol.hello(config_id))
+        except DaemonError as exc:
+            return Local(f"the daemon on {settings.socket} refused the hello ({exc.code}): {exc.message}")
+        if hello.get("config_id") != config_id:
+            return Local(f"the daemon on {settings.socket} (pid {hello.get('pid')}) serves another configuration "
+                         f"(project {hello.get('project')}, config_id {hello.get('config_id')}; this process: "
+                         f"{config_id})")
+        frame = protocol.request(request_id=call.request_id, ops=call.text, presentation=call.presentation,
+                                 principal=call.principal, transport=call.transport, user=call.user)
+        try:
+            return Forwarded(connection.request(frame, on_progress), pid=int(hello.get("pid", 0)), resent=resent)
+        except NotSent as exc:
+            return Local(exc.message)
+        except Lost as exc:
+            writes = sorted({op.verb for op in call.request.ops} & set(hello.get("writes", ())))
+            if writes or resent:
+                why = f"not resent because {', '.join(writes)} write" if writes else "the one resend was lost too"
+                return Forwarded(failed_envelope(call, exc.code, f"{exc.message}; {why}; check the audit trail "
+                                                 f"for request {call.request_id}", request_id=call.request_id),
+                                 pid=int(hello.get("pid", 0)), resent=resent)
+    return _forward(call, project, env, settings, on_progress, resent=True)  # read-only: resend once
+
+
+def connect_or_spawn(settings: DaemonSettings, project: Path, env: Mapping[str, str]) -> DaemonConnection | Local:
+    """A connection to the live daemon, spawning one (exactly one across concurrent clients) if none listens."""
+    deadline = time.monotonic() + settings.spawn_wait
+    try:
+        return DaemonConnection.open(settings.socket)
+    except _NOT_LISTENING:
+        pass
+    except OSError as exc:
+        return Local(f"cannot connect to {settings.socket}: {exc}")
+    try:
+        ensure_private_dir(settings.home)
+        with _spawn_lock(settings.spawn_lock, deadline) as locked:
+            if not locked:
+                return Local(f"another client is starting the daemon and it did not come up within "
+                             f"{settings.spawn_wait:g} s (log: {settings.log_file})")
+            try:
+                return DaemonConnection.open(settings.socket)  # the client before us started it
+            except _NOT_LISTENING:
+                pass
+            spawn_daemon(settings, project, env)
+            pause = 0.01
+            while time.monotonic() < deadline:
+                time.sleep(pause)
+                pause = min(pause * 1.5, 0.1)
+                try:
+                    return DaemonConnection.open(settings.socket)
+                except _NOT_LISTENING:
+                    continue
+    except OSError as exc:
+        return Local(f"cannot start the daemon: {exc}")
+    return Local(f"the daemon did not come up within {settings.spawn_wait:g} s (log: {settings.log_file})")
+
+
+def spawn_daemon(settings: DaemonSettings, project: Path, env: Mapping[str, str]) -> None:
+    """Start ``khive daemon run`` detached: own session, reparented away from this process, logging to a file."""
+    log_file = settings.log_file
+    if log_file.exists() and log_file.stat().st_size > _LOG_ROTATE_BYTES:
+        log_file.replace(log_file.with_name(log_file.name + ".1"))
+    child_env = {**env, "KHIVE_SOCKET": str(settings.socket), "KHIVE_HOME": str(settings.home)}
+    command = [sys.executable, "-m", "khive.daemon", "--detach", "--project", str(project), "daemon", "run"]
+    with log_file.open("ab") as log:
+        # The launcher forks the daemon and exits at once, so waiting here is short and leaves no zombie.
+        launcher = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=child_env,
+                                    cwd=project, start_new_session=True, close_fds=True)
+        launcher.wait()
+
+
+@contextmanager
+def _spawn_lock(path: Path, deadline: float) -> Iterator[bool]:
+    with path.open("a") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(0.02)
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def failed_envelope(call: Call, code: str, message: str, **details: Any) -> dict[str, Any]:
+    """Every op failed with the same error, shaped like dispatch's envelope (nothing ran here)."""
+    error = {"code": code, "message": message, "details": details}
+    results = [{"ok": False, "verb": op.verb, "error": error} for op in call.request.ops]
+    return {"results": results, "summary": {"total": len(results), "succeeded": 0, "failed": len(results),
+                                            "aborted": 0}, "status": "failed", "request_id": call.request_id}
+
+
+def _with_id(call: Call) -> Call:
+    return replace(call, request_id=uuid.uuid4().hex)
+

@@ -1,0 +1,101 @@
+"""A blocking client connection to the daemon: what ``khive request`` and the probes use.
+
+Blocking sockets keep the forwarding path free of an event loop; async callers (``khive mcp``)
+run it in a worker thread. The one distinction that matters to callers: a failure before the
+request frame was fully written (``NotSent``: nothing can have run) versus after (``Lost``).
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from khive.daemon.frames import ConnectionClosed, recv_frame, send_frame
+from khive.errors import DaemonError
+
+CONNECT_TIMEOUT = 2.0
+Progress = Callable[[float, float | None, "str | None"], None]
+
+
+class NotSent(DaemonError):
+    code = "daemon_unavailable"
+
+
+class Lost(DaemonError):
+    code = "daemon_connection_lost"
+
+
+class DaemonConnection:
+    def __init__(self, sock: socket.socket, path: Path):
+        self.sock = sock
+        self.path = path
+
+    @classmethod
+    def open(cls, path: Path, timeout: float = CONNECT_TIMEOUT) -> DaemonConnection:
+        """Connect; raises FileNotFoundError / ConnectionRefusedError when no daemon listens there."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        try:
+            sock.connect(str(path))
+        except BaseException:
+            sock.close()
+            raise
+        return cls(sock, path)
+
+    def __enter__(self) -> DaemonConnection:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def call(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Send one frame and read one answer (hello, status, stop); an error frame raises DaemonError."""
+        try:
+            send_frame(self.sock, message)
+            answer = recv_frame(self.sock)
+        except (OSError, ConnectionClosed) as exc:
+            raise NotSent(f"the daemon on {self.path} did not answer {message['type']}: {_why(exc)}") from None
+        return _checked(answer)
+
+    def request(self, frame: dict[str, Any], on_progress: Progress | None = None) -> dict[str, Any]:
+        """Send a request frame and return the envelope; progress frames go to ``on_progress``."""
+        try:
+            send_frame(self.sock, frame)
+        except OSError as exc:  # the frame is incomplete on the other side, so nothing ran
+            raise NotSent(f"could not send the request to {self.path}: {_why(exc)}") from None
+        self.sock.settimeout(None)  # verbs may run for minutes (a scan); a dead daemon closes the socket
+        while True:
+            try:
+                answer = _checked(recv_frame(self.sock))
+            except (OSError, ConnectionClosed) as exc:
+                raise Lost(f"the daemon on {self.path} went away after the request was sent ({_why(exc)}); "
+                           "it may or may not have run", details={"request_id": frame.get("id")}) from None
+            if answer["type"] == "progress":
+                if on_progress is not None:
+                    on_progress(answer.get("done", 0), answer.get("total"), answer.get("message"))
+                continue
+            if answer["type"] == "envelope" and isinstance(answer.get("envelope"), dict):
+                envelope: dict[str, Any] = answer["envelope"]
+                return envelope
+            raise DaemonError(f"unexpected {answer['type']!r} frame in answer to a request", code="bad_frame")
+
+
+def _checked(answer: dict[str, Any]) -> dict[str, Any]:
+    if answer["type"] == "error":
+        details = answer.get("details") if isinstance(answer.get("details"), dict) else {}
+        raise DaemonError(str(answer.get("message", "daemon error")), code=str(answer.get("code", "daemon_error")),
+                          details=details)
+    return answer
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, DaemonError):
+        return exc.message
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

@@ -1,0 +1,102 @@
+"""The daemon wire protocol (ADR 0020): message shapes and the identity a client and a daemon compare.
+
+    client -> daemon                                 daemon -> client
+    {"type": "hello", "protocol", "version",         {"type": "hello", "protocol", "version", "config_id",
+     "config_id"}                                      "runtime_config_id", "pid", "project", "writes"}
+    {"type": "request", "id", "ops", "presentation",  {"type": "progress", "done", "total", "message"} ...
+     "principal", "transport", "user"}                {"type": "envelope", "envelope"}
+    {"type": "status"}                               {"type": "status", ...}
+    {"type": "stop"}                                 {"type": "stopping", "pid"}
+                                                     {"type": "error", "code", "message", "details"}
+
+``config_id`` on the wire is the identity key below, which a client computes without loading
+any pack: the project path, the bytes of khive.yaml, the values of the env: variables it refers
+to (hashed), pack selection variables, the khive version and the installed-packages stamp.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import site
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from khive import __version__
+from khive.project.locate import CONFIG_NAME
+
+PROTOCOL = 1
+IDENTITY_ENV = ("KHIVE_PACKS", "KHIVE_EXTRA_PACKS", "PYTHONPATH")
+_ENV_REF = re.compile(rb"env:([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def identity_key(project: Path, env: Mapping[str, str]) -> str:
+    """What must be equal for a daemon to answer exactly as this process would."""
+    digest = hashlib.sha256()
+
+    def part(label: str, value: str | bytes) -> None:
+        data = value.encode() if isinstance(value, str) else value
+        digest.update(f"{label}:{len(data)}:".encode() + data)
+
+    config = (project / CONFIG_NAME).read_bytes()
+    part("protocol", str(PROTOCOL))
+    part("version", __version__)
+    part("python", sys.executable)
+    part("project", str(project.resolve()))
+    part("config", config)
+    for name in IDENTITY_ENV:
+        part(f"env:{name}", env.get(name, ""))
+    for ref in sorted({match.decode() for match in _ENV_REF.findall(config)}):
+        value = env.get(ref)
+        part(f"ref:{ref}", "\0unset" if value is None else hashlib.sha256(value.encode()).hexdigest())
+    for directory in _site_dirs():
+        try:
+            part(f"site:{directory}", str(os.stat(directory).st_mtime_ns))
+        except OSError:
+            part(f"site:{directory}", "missing")
+    return digest.hexdigest()[:16]
+
+
+def _site_dirs() -> list[str]:
+    # Installing or removing a distribution touches its site-packages directory: a new pack, a
+    # new version or an optional extra (an embedder) changes the stamp without importing anything.
+    dirs = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
+    user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    if isinstance(user, str):
+        dirs.append(user)
+    return sorted(set(dirs))
+
+
+def hello(config_id: str) -> dict[str, Any]:
+    return {"type": "hello", "protocol": PROTOCOL, "version": __version__, "config_id": config_id}
+
+
+def request(*, request_id: str, ops: str, presentation: str, principal: str, transport: str,
+            user: str) -> dict[str, Any]:
+    return {"type": "request", "id": request_id, "ops": ops, "presentation": presentation,
+            "principal": principal, "transport": transport, "user": user}
+
+
+def error(code: str, message: str, **details: Any) -> dict[str, Any]:
+    return {"type": "error", "code": code, "message": message, "details": details}
+
+
+REQUEST_FIELDS = {"id": str, "ops": str, "presentation": str, "principal": str, "transport": str, "user": str}
+
+
+def request_problem(message: Mapping[str, Any], presentations: tuple[str, ...],
+                    transports: frozenset[str]) -> str | None:
+    """Why a request frame is malformed, naming the field and the fix; None when it is well formed."""
+    for name, kind in REQUEST_FIELDS.items():
+        if not isinstance(message.get(name), kind):
+            return f"request field {name!r} is missing or not a {kind.__name__}"
+    if message["presentation"] not in presentations:
+        return f"request field 'presentation' must be one of {', '.join(presentations)}"
+    if message["transport"] not in transports:
+        return f"request field 'transport' must be one of {', '.join(sorted(transports))}"
+    if ":" not in message["principal"]:
+        return "request field 'principal' must look like kind:name (e.g. operator:alice, agent:claude)"
+    return None

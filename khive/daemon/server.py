@@ -1,0 +1,182 @@
+"""The daemon's connection handler: peer check, hello, then requests through the one ``dispatch``.
+
+Each connection is handled in its own task; requests on different connections run concurrently.
+A request runs to completion even when its client goes away, so a write is never half-applied
+because a caller was killed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import struct
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from anyio.abc import SocketAttribute, SocketStream
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from khive import __version__
+from khive.context import CLI, MCP_HTTP, MCP_STDIO, PRESENTATIONS, Context
+from khive.daemon import protocol
+from khive.daemon.frames import ConnectionClosed, FrameTooLarge, encode, receive_frame
+from khive.daemon.warm import WarmState
+from khive.dispatch import dispatch
+from khive.dsl import parse
+from khive.errors import DaemonError, DslSyntaxError
+
+if TYPE_CHECKING:
+    from khive.daemon.paths import DaemonSettings
+    from khive.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+TRANSPORTS = frozenset({CLI, MCP_STDIO, MCP_HTTP})
+_PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+
+
+def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
+    """(pid, uid, gid) of the process on the other end of a Unix socket, from the kernel."""
+    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
+    pid, uid, gid = _PEERCRED.unpack(raw)
+    return pid, uid, gid
+
+
+@dataclass
+class DaemonServer:
+    runtime: Runtime
+    settings: DaemonSettings
+    config_id: str
+    started: float = field(default_factory=time.time)
+    requests_served: int = 0
+    active: int = 0
+    last_activity: float = field(default_factory=time.monotonic)
+    warm: WarmState = field(default_factory=WarmState)
+    stopping: anyio.Event = field(default_factory=anyio.Event)
+    stop_reason: str = ""
+    uid: int = field(default_factory=os.getuid)
+
+    def stop(self, reason: str) -> None:
+        if not self.stopping.is_set():
+            self.stop_reason = reason
+            log.info("stopping: %s", reason)
+            self.stopping.set()
+
+    def hello(self) -> dict[str, Any]:
+        writes = sorted(name for name, verb in self.runtime.registry.verbs.items() if not verb.read_only)
+        return {**protocol.hello(self.config_id), "runtime_config_id": self.runtime.config_id,
+                "pid": os.getpid(), "project": str(self.runtime.project), "writes": writes}
+
+    def status(self) -> dict[str, Any]:
+        return {"type": "status", "pid": os.getpid(), "version": __version__, "project": str(self.runtime.project),
+                "socket": str(self.settings.socket), "config_id": self.config_id,
+                "runtime_config_id": self.runtime.config_id, "uptime_s": round(time.time() - self.started, 3),
+                "requests_served": self.requests_served, "active": self.active,
+                "idle_s": round(time.monotonic() - self.last_activity, 3),
+                "idle_timeout_s": self.settings.idle_seconds, "warm": self.warm.to_dict()}
+
+    async def watch_idle(self) -> None:
+        step = min(5.0, max(0.05, self.settings.idle_seconds / 4))
+        while True:
+            await anyio.sleep(step)
+            idle = time.monotonic() - self.last_activity
+            if self.active == 0 and idle >= self.settings.idle_seconds:
+                self.stop(f"idle for {idle:.0f} s (timeout {self.settings.idle_seconds:g} s)")
+                return
+
+    async def handle(self, stream: SocketStream) -> None:
+        async with stream:
+            raw = stream.extra(SocketAttribute.raw_socket)
+            pid, uid, _ = peer_credentials(raw)
+            if uid != self.uid:
+                log.warning("refused a connection from pid %d, uid %d (this daemon serves uid %d)", pid, uid, self.uid)
+                await _send(stream, protocol.error("daemon_refused", f"this daemon serves uid {self.uid} only; "
+                                                   f"connections from uid {uid} are refused", uid=uid))
+                return
+            await self._converse(stream, BufferedByteReceiveStream(stream))
+
+    async def _converse(self, stream: SocketStream, frames: BufferedByteReceiveStream) -> None:
+        identified = False
+        while True:
+            try:
+                message = await receive_frame(frames)
+            except FrameTooLarge as exc:  # the body is never read: answer and hang up
+                await _send(stream, protocol.error(exc.code, exc.message, **exc.details))
+                return
+            except (ConnectionClosed, DaemonError) as exc:
+                await _send(stream, protocol.error("bad_frame", exc.message))
+                return
+            if message is None:
+                return
+            self.last_activity = time.monotonic()
+            kind = message["type"]
+            if kind == "hello":
+                identified = message.get("config_id") == self.config_id
+                await _send(stream, self.hello())
+            elif kind == "status":
+                await _send(stream, self.status())
+            elif kind == "stop":
+                await _send(stream, {"type": "stopping", "pid": os.getpid()})
+                self.stop("asked to stop by a client")
+                return
+            elif kind == "request":
+                if not identified:
+                    await _send(stream, protocol.error(
+                        "daemon_refused", "send hello with this daemon's config_id before a request",
+                        config_id=self.config_id))
+                    return
+                await self._request(stream, message)
+            else:
+                await _send(stream, protocol.error("bad_frame", f"unknown frame type {kind!r}; expected hello, "
+                                                   "request, status or stop"))
+                return
+
+    async def _request(self, stream: SocketStream, message: dict[str, Any]) -> None:
+        problem = protocol.request_problem(message, PRESENTATIONS, TRANSPORTS)
+        if problem:
+            await _send(stream, protocol.error("bad_frame", problem))
+            return
+        try:
+            parsed = parse(message["ops"])
+        except DslSyntaxError as exc:
+            await _send(stream, protocol.error(exc.code, exc.message, **exc.details))
+            return
+        lock = anyio.Lock()
+        client_gone = False
+
+        async def send(frame: dict[str, Any]) -> None:
+            nonlocal client_gone
+            if client_gone:
+                return
+            async with lock:
+                try:
+                    await stream.send(encode(frame))
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    client_gone = True
+
+        async def progress(done: float, total: float | None, note: str | None) -> None:
+            await send({"type": "progress", "done": done, "total": total, "message": note})
+
+        ctx = Context(self.runtime, message["principal"], message["transport"], presentation=message["presentation"],
+                      request_id=message["id"], progress=progress, user=message["user"])
+        self.active += 1
+        try:
+            with anyio.CancelScope(shield=True):  # a started request finishes, even while the daemon stops
+                envelope = await dispatch(parsed, ctx)
+                self.requests_served += 1
+                await send({"type": "envelope", "envelope": envelope})
+        finally:
+            self.active -= 1
+            self.last_activity = time.monotonic()
+        if client_gone:
+            log.warning("request %s finished after its client went away", message["id"])
+
+
+async def _send(stream: SocketStream, frame: dict[str, Any]) -> None:
+    try:
+        await stream.send(encode(frame))
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        pass
