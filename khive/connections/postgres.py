@@ -1,4 +1,4 @@
-"""PostgreSQL (psycopg 3, sync): a read-only session, the catalog in four bulk pg_catalog queries.
+"""PostgreSQL (psycopg 3, sync): a read-only session, the catalog in a few bulk pg_catalog queries.
 
 The session starts with ``default_transaction_read_only=on`` and the connection's
 ``statement_timeout``; every unit of work runs in a ``BEGIN READ ONLY`` transaction that is always
@@ -45,19 +45,21 @@ WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^p
 ORDER BY n.nspname
 """
 _RELATIONS_SQL = """
-SELECT c.oid, n.nspname AS schema, c.relname AS name, c.relkind AS kind,
-       pg_catalog.obj_description(c.oid, 'pg_class') AS comment,
+SELECT c.oid, n.nspname AS schema, c.relname AS name, c.relkind AS kind, ds.description AS comment,
        CASE WHEN c.relkind = 'p' THEN (
                 SELECT SUM(leaf.reltuples) FROM pg_catalog.pg_partition_tree(c.oid) AS tree
                 JOIN pg_catalog.pg_class AS leaf ON leaf.oid = tree.relid
                 WHERE tree.isleaf AND leaf.reltuples >= 0)
             WHEN c.relkind IN ('r', 'm', 'f') AND c.reltuples >= 0 THEN c.reltuples END AS estimate
 FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+-- what obj_description() looks up, joined once instead of called per table
+LEFT JOIN pg_catalog.pg_description AS ds
+       ON ds.objoid = c.oid AND ds.classoid = 'pg_catalog.pg_class'::regclass AND ds.objsubid = 0
 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition AND n.nspname = ANY(%(schemas)s)
 ORDER BY n.nspname, c.relname
 """
 _COLUMNS_SQL = """
-SELECT a.attrelid AS oid, a.attname AS name, pg_catalog.format_type(a.atttypid, a.atttypmod) AS native,
+SELECT a.attrelid AS oid, a.attnum, a.attname AS name, pg_catalog.format_type(a.atttypid, a.atttypmod) AS native,
        t.typtype, CASE WHEN t.typtype = 'd' THEN pg_catalog.format_type(t.typbasetype, t.typtypmod) END AS base,
        NOT a.attnotnull AS nullable, pg_catalog.pg_get_expr(d.adbin, d.adrelid) AS "default",
        ds.description AS comment
@@ -73,15 +75,11 @@ WHERE a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r', 'p', 'v', 'm', 
   AND n.nspname = ANY(%(schemas)s)
 ORDER BY a.attrelid, a.attnum
 """
+# Key columns as attribute numbers: named from the columns already read (two subqueries per row cost more
+# than the rest of the catalog); references into schemas not scanned are named by _ATTNAMES_SQL.
 _CONSTRAINTS_SQL = """
-SELECT con.conrelid AS oid, con.contype AS kind, con.conname AS name,
-       ARRAY(SELECT a.attname FROM unnest(con.conkey) WITH ORDINALITY AS k(attnum, i)
-             JOIN pg_catalog.pg_attribute AS a ON a.attrelid = con.conrelid AND a.attnum = k.attnum
-             ORDER BY k.i)::text[] AS columns,
-       rn.nspname AS ref_schema, rc.relname AS ref_table,
-       ARRAY(SELECT a.attname FROM unnest(con.confkey) WITH ORDINALITY AS k(attnum, i)
-             JOIN pg_catalog.pg_attribute AS a ON a.attrelid = con.confrelid AND a.attnum = k.attnum
-             ORDER BY k.i)::text[] AS ref_columns
+SELECT con.conrelid AS oid, con.contype AS kind, con.conname AS name, con.conkey AS columns,
+       con.confrelid AS ref_oid, rn.nspname AS ref_schema, rc.relname AS ref_table, con.confkey AS ref_columns
 FROM pg_catalog.pg_constraint AS con
 JOIN pg_catalog.pg_class AS c ON c.oid = con.conrelid
 JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
@@ -89,6 +87,10 @@ LEFT JOIN pg_catalog.pg_class AS rc ON rc.oid = con.confrelid
 LEFT JOIN pg_catalog.pg_namespace AS rn ON rn.oid = rc.relnamespace
 WHERE con.contype IN ('p', 'f') AND con.conparentid = 0 AND NOT c.relispartition AND n.nspname = ANY(%(schemas)s)
 ORDER BY con.conrelid, con.contype, con.conname
+"""
+_ATTNAMES_SQL = """
+SELECT a.attrelid AS oid, a.attnum, a.attname AS name FROM pg_catalog.pg_attribute AS a
+WHERE a.attrelid = ANY(%(oids)s) AND a.attnum > 0
 """
 _TYPE_NAMES_SQL = "SELECT oid, pg_catalog.format_type(oid, NULL) AS name FROM pg_catalog.pg_type WHERE oid = ANY(%s)"
 _SAMPLE_SEED = 42
@@ -163,12 +165,21 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
         return KhiveError(f"connection {self.connection!r}: {message}", code="query_failed", details=details)
 
     def _fetch(self, sql: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """One catalog or sample query in its own read-only transaction."""
+        """One sample query in its own read-only transaction."""
+        return self._fetch_many([(sql, params)])[0]
+
+    def _fetch_many(self, queries: list[tuple[str, dict[str, Any] | None]]) -> list[list[dict[str, Any]]]:
+        """Queries in one read-only transaction, without JIT: catalog and sample queries are short, and
+        PostgreSQL's cost estimates for them (subplans over pg_class) trigger compiles costing more."""
         conn = self._db()
         try:
             with conn.cursor(row_factory=dict_row) as cursor:
-                cursor.execute(sql, params)
-                return cursor.fetchall()
+                cursor.execute("SET LOCAL jit = off")
+                out = []
+                for sql, params in queries:
+                    cursor.execute(sql, params)
+                    out.append(cursor.fetchall())
+                return out
         except psycopg.Error as exc:
             raise self._error(exc, self.config.statement_timeout_s) from None
         finally:
@@ -183,19 +194,30 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
         schemas = [row["schema"] for row in found if schema_selected(row["schema"], self.config.schemas)]
         if not schemas:
             return CatalogSnapshot(connection=self.connection, driver=self.name, catalog=database)
-        relations = self._fetch(_RELATIONS_SQL, {"schemas": schemas})
+        where = {"schemas": schemas}
+        relations, column_rows, constraints = self._fetch_many(
+            [(_RELATIONS_SQL, where), (_COLUMNS_SQL, where), (_CONSTRAINTS_SQL, where)])
         columns: dict[int, list[dict[str, Any]]] = {}
-        for row in self._fetch(_COLUMNS_SQL, {"schemas": schemas}):
+        names: dict[tuple[int, int], str] = {}
+        for row in column_rows:
             columns.setdefault(row["oid"], []).append(row)
+            names[(row["oid"], row["attnum"])] = row["name"]
+        outside = sorted({row["ref_oid"] for row in constraints
+                          if row["kind"] == "f" and (row["ref_oid"], row["ref_columns"][0]) not in names})
+        if outside:
+            (found,) = self._fetch_many([(_ATTNAMES_SQL, {"oids": outside})])
+            names.update(((row["oid"], row["attnum"]), row["name"]) for row in found)
         primary: dict[int, tuple[str, ...]] = {}
         foreign: dict[int, list[ForeignKey]] = {}
-        for row in self._fetch(_CONSTRAINTS_SQL, {"schemas": schemas}):
+        for row in constraints:
+            own = tuple(names[(row["oid"], attnum)] for attnum in row["columns"])
             if row["kind"] == "p":
-                primary[row["oid"]] = tuple(row["columns"])
+                primary[row["oid"]] = own
             else:
                 foreign.setdefault(row["oid"], []).append(ForeignKey(
-                    name=row["name"], columns=tuple(row["columns"]), refCatalog=database, refDb=row["ref_schema"],
-                    refTable=row["ref_table"], refColumns=tuple(row["ref_columns"])))
+                    name=row["name"], columns=own, refCatalog=database, refDb=row["ref_schema"],
+                    refTable=row["ref_table"],
+                    refColumns=tuple(names[(row["ref_oid"], attnum)] for attnum in row["ref_columns"])))
 
         tables = []
         for rel in relations:

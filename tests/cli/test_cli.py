@@ -95,13 +95,6 @@ def test_bad_config_reports_file_and_line(project: Path) -> None:
     assert "khive.yaml:3" in result.stderr and "audit.store" in result.stderr
 
 
-def test_demo_runs_end_to_end(tmp_path: Path) -> None:
-    result = khive("demo", str(tmp_path / "demo"), cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert "permission_denied" in result.stdout and '"pong": true' in result.stdout
-    assert (tmp_path / "demo" / ".khive" / "audit.sqlite").is_file()
-
-
 def test_scan_command_scans_a_connection(project: Path) -> None:
     import sqlite3
 

@@ -1,0 +1,43 @@
+"""``khive demo [DIR]``: the CLI side of the demo (reads the environment, starts the daemon as a subprocess)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+DEFAULT_DIR = "khive-demo"
+DAEMON_START_TIMEOUT_S = 60
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dir", nargs="?", default=None, help=f"where to build it (default: ./{DEFAULT_DIR})")
+    parser.add_argument("--no-daemon", action="store_true", help="do not start the warm daemon at the end")
+
+
+def start_daemon(root: Path) -> str:
+    """``khive daemon start`` for the demo project, in a subprocess as a person would run it."""
+    command = [sys.executable, "-m", "khive.cli", "--project", str(root), "daemon", "start"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=DAEMON_START_TIMEOUT_S, check=False,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return f"skipped: khive daemon start did not answer within {DAEMON_START_TIMEOUT_S}s"
+    if done.returncode == 2 and "invalid choice" in done.stderr:
+        return "skipped: khive daemon not installed"
+    if done.returncode != 0:
+        return f"skipped: khive daemon start failed: {(done.stderr or done.stdout).strip()[:200]}"
+    return (done.stdout.strip().splitlines() or ["started"])[-1].removeprefix("khive ")
+
+
+def handler(args: argparse.Namespace) -> int:
+    import anyio
+
+    from khive.demo.run import run_demo
+
+    target = Path(args.dir or args.project or DEFAULT_DIR)
+    no_daemon = args.no_daemon or os.environ.get("KHIVE_NO_DAEMON", "").strip().lower() in {"1", "true", "yes", "on"}
+    report = anyio.run(lambda: run_demo(target, os.environ, daemon=None if no_daemon else start_daemon))
+    return 0 if report.phases else 1
