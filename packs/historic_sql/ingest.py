@@ -9,6 +9,7 @@ digests nothing and rewrites no file.
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import UTC, date, datetime
 from typing import Any
@@ -66,8 +67,8 @@ async def ingest(ctx: Context, connection: str, *, window_days: int | None = Non
     def parse() -> Any:
         cache = ParseCache.for_project(runtime.project, connection)
         try:
-            return parse_batch(read.templates, catalog, search_path=search, concurrency=settings.concurrency,
-                               cache=cache)
+            return parse_batch(read.templates, catalog, search_path=search, cache=cache,
+                               concurrency=min(settings.concurrency, os.cpu_count() or 1))  # CPU-bound: cores
         finally:
             cache.close()
 
@@ -89,7 +90,7 @@ async def ingest(ctx: Context, connection: str, *, window_days: int | None = Non
     units = evidence.pending(runtime.files, connection, run.manifest)
     await ctx.progress(3, STEPS, f"{connection}: {len(units)} work units ({chosen})")
     clock = time.perf_counter()
-    digested = await digest_units(ctx, connection, run.path, units, chosen, catalog)
+    digested = await digest_units(ctx, connection, run.path, units, chosen, catalog, settings)
     timings["digest_ms"] = _ms(clock)
     await ctx.progress(4, STEPS, f"{connection}: projecting usage and patterns")
     clock = time.perf_counter()

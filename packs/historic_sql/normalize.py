@@ -165,10 +165,11 @@ class Normalizer:
             return self._fallback(sql, kind, failed=True)
         tree = statements[0]
         _mask(tree)
-        canonical = tree.sql(dialect=self.dialect, comments=False, normalize_functions="upper",
-                             unsupported_level=ErrorLevel.IGNORE)
-        result = NormalizedSql(template_id(canonical), self._redacted(canonical), _kind(tree),
-                               _tables(tree, self.dialect))
+        kind, tables = _kind(tree), _tables(tree, self.dialect)
+        # copy=False: the tree is thrown away after this, and copying it cost as much as generating
+        canonical = self._dialect.generate(tree, copy=False, comments=False, normalize_functions="upper",
+                                           unsupported_level=ErrorLevel.IGNORE)
+        result = NormalizedSql(template_id(canonical), self._redacted(canonical), kind, tables)
         self._remember(self._by_shape, shape, result)
         return result
 

@@ -21,13 +21,11 @@ from khive.context import Context
 from khive.mcp_sampling import SAMPLE_KEY
 from packs.historic_sql import digest, evidence
 from packs.historic_sql.catalog import Catalog
+from packs.historic_sql.config import HistoricSqlConfig
 from packs.historic_sql.evidence import WorkUnit
 from packs.historic_sql.projection import sl_sources_by_table
 from packs.historic_sql.schemas import InvalidOutput, PatternsOutput, UsageOutput, output_schema, parse_output
 from packs.historic_sql.stage import PATTERNS, table_file
-
-SAMPLING_CONCURRENCY = 4
-
 
 def unit_inputs(ctx: Context, unit: WorkUnit, run: Path, catalog: Catalog) -> dict[str, Any]:
     """What a provider reads for ``unit``: the staged input, the scan's columns, the SL sources."""
@@ -53,7 +51,7 @@ def describe(ctx: Context, unit: WorkUnit, run: Path, catalog: Catalog) -> dict[
 
 
 async def digest_units(ctx: Context, connection: str, run: Path, units: list[WorkUnit], provider: str,
-                       catalog: Catalog) -> dict[str, Any]:
+                       catalog: Catalog, ingest_settings: HistoricSqlConfig) -> dict[str, Any]:
     counts: dict[str, int] = {}
     rejected: list[dict[str, str]] = []
     if provider == "agent" or not units:
@@ -62,7 +60,7 @@ async def digest_units(ctx: Context, connection: str, run: Path, units: list[Wor
     if provider == "sampling" and sampler is None:
         return {"digests": counts, "rejected": rejected}  # no MCP session here: historic_sql.digest from a client
     sampling = provider == "sampling" and sampler.available
-    limiter = anyio.CapacityLimiter(SAMPLING_CONCURRENCY)
+    limiter = anyio.CapacityLimiter(ingest_settings.concurrency)  # requests to the client's LLM at once
 
     async def one(unit: WorkUnit) -> None:
         inputs = await anyio.to_thread.run_sync(unit_inputs, ctx, unit, run, catalog)

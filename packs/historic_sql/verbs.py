@@ -116,8 +116,8 @@ async def digest_verb(params: DigestParams, ctx: Context) -> dict[str, Any]:
     pending = evidence.pending(ctx.runtime.files, params.connection, manifest)
     catalog = Catalog.from_project(ctx.runtime.project, params.connection)
     run = runs_dir(ctx.runtime.project, params.connection) / manifest["syncId"]
-    done = await digest_units(ctx, params.connection, run, pending, params.provider, catalog)
     settings = ingest.settings_for(ctx, params.connection)
+    done = await digest_units(ctx, params.connection, run, pending, params.provider, catalog, settings)
     projected = await anyio.to_thread.run_sync(lambda: ingest.project(ctx, params.connection, manifest, settings))
     remaining = evidence.pending(ctx.runtime.files, params.connection, manifest)
     return {"connectionId": params.connection, "syncId": manifest["syncId"], "workUnits": len(pending), **done,
