@@ -6,6 +6,7 @@ import argparse
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 DEFAULT_DIR = "khive-demo"
@@ -17,19 +18,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-daemon", action="store_true", help="do not start the warm daemon at the end")
 
 
-def start_daemon(root: Path) -> str:
-    """``khive daemon start`` for the demo project, in a subprocess as a person would run it."""
+def start_daemon(root: Path) -> Callable[[], str]:
+    """Spawn ``khive daemon start`` for the demo project (as a person would run it); the result waits for it.
+
+    The daemon warms up while the demo shows its requests, so the two overlap instead of adding up.
+    """
     command = [sys.executable, "-m", "khive.cli", "--project", str(root), "daemon", "start"]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=DAEMON_START_TIMEOUT_S, check=False,
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        return f"skipped: khive daemon start did not answer within {DAEMON_START_TIMEOUT_S}s"
-    if done.returncode == 2 and "invalid choice" in done.stderr:
-        return "skipped: khive daemon not installed"
-    if done.returncode != 0:
-        return f"skipped: khive daemon start failed: {(done.stderr or done.stdout).strip()[:200]}"
-    return (done.stdout.strip().splitlines() or ["started"])[-1].removeprefix("khive ")
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                               text=True)
+
+    def wait() -> str:
+        try:
+            out, err = process.communicate(timeout=DAEMON_START_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            return f"skipped: khive daemon start did not answer within {DAEMON_START_TIMEOUT_S}s"
+        if process.returncode == 2 and "invalid choice" in err:
+            return "skipped: khive daemon not installed"
+        if process.returncode != 0:
+            return f"skipped: khive daemon start failed: {(err or out).strip()[:200]}"
+        return (out.strip().splitlines() or ["started"])[-1].removeprefix("khive ")
+
+    return wait
 
 
 def handler(args: argparse.Namespace) -> int:

@@ -186,8 +186,9 @@ SETUP: tuple[tuple[str, tuple[str, ...], Step], ...] = (
 
 
 async def run_demo(target: Path, env: Mapping[str, str], *, console: Console | None = None,
-                   daemon: Callable[[Path], str] | None = None, now: dt.datetime | None = None) -> DemoReport:
-    """Build and show the demo in ``target``; ``daemon(root)`` starts the warm daemon and says how it went."""
+                   daemon: Callable[[Path], Callable[[], str]] | None = None, now: dt.datetime | None = None
+                   ) -> DemoReport:
+    """Build and show the demo in ``target``; ``daemon(root)`` starts the warm daemon, its result says how it went."""
     console = console or Console()
     root = target.resolve()
     report = DemoReport(root)
@@ -214,9 +215,10 @@ async def run_demo(target: Path, env: Mapping[str, str], *, console: Console | N
             for name, verbs, step in SETUP:
                 absent = missing(runtime, *verbs)
                 await timed(name, lambda absent=absent, step=step: absent or step(runtime, reporter))
-            await timed("daemon", lambda: daemon(root) if daemon else "skipped: not started (--no-daemon)")
-            report.daemon = daemon is not None and not report.phases[-1].skipped
+            waiting = daemon(root) if daemon else None  # it warms up while the requests are shown
             await timed("requests", lambda: showcase.show(runtime, console))
+            await timed("daemon", lambda: waiting() if waiting else "skipped: not started (--no-daemon)")
+            report.daemon = waiting is not None and not report.phases[-1].skipped
         finally:
             await runtime.aclose()
     total = sum(phase.seconds for phase in report.phases)
