@@ -135,6 +135,7 @@ def _is_long_text(native: str) -> bool:
     return len(args) == 1 and args[0].isdigit() and 255 < int(args[0]) < 16_777_216
 
 
+@lru_cache(maxsize=65536)  # column names repeat across a schema's tables (id, name, created_at, ...)
 def dimension_type(normalized: NormalizedType, column_name: str, is_pk: bool = False, is_fk: bool = False,
                    *, native: str = "") -> DimensionType:
     """How an analyst would use the column: identifier, time, boolean, numeric, categorical, text or other.

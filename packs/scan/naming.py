@@ -127,6 +127,7 @@ def key_name(name: str) -> KeyName:
                    split_on_word=split_on_word)
 
 
+@lru_cache(maxsize=8192)
 def role_of(name: KeyName) -> str | None:
     """``"hierarchy"`` for manager-like roles (may point at the own table), ``"role"`` for the others."""
     if name.suffix == "code":

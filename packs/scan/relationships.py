@@ -116,6 +116,7 @@ class _TableInfo:
     squashed: str
     pk: tuple[Column, ...]
     person_like: bool
+    column_names: frozenset[str]  # lower case
 
     @property
     def key(self) -> tuple[str, str]:
@@ -143,7 +144,8 @@ def _table_info(table: Table) -> _TableInfo:
     single = singular_words(parts)
     pk = tuple(sorted((c for c in table.columns if c.primary_key), key=lambda c: c.ordinal))
     person_like = bool(single) and (single[-1] in PERSON_WORDS or squash(single) in PERSON_WORDS)
-    return _TableInfo(table=table, words=single, squashed=squash(single), pk=pk, person_like=person_like)
+    return _TableInfo(table=table, words=single, squashed=squash(single), pk=pk, person_like=person_like,
+                      column_names=frozenset(c.name.lower() for c in table.columns))
 
 
 def _value_key(value: object) -> str | None:
@@ -260,6 +262,10 @@ class _Inference:
         self.key_owners: dict[str, list[_TableInfo]] = defaultdict(list)  # single-column key name -> tables
         self.person_like = [info for info in self.infos if info.person_like]
         self.composite_by_first: dict[str, list[_TableInfo]] = defaultdict(list)  # first key column -> tables
+        # Column names repeat across tables (customer_id in fifty of them): their lookups are made once.
+        self._keys: dict[tuple[str, str], tuple[Column, Evidence] | None] = {}
+        self._named: dict[tuple[str, str], dict[tuple[str, str], _TableInfo]] = {}
+        self._named_sorted: dict[tuple[str, str], list[_TableInfo]] = {}
         for info in self.infos:
             self.by_squashed[info.squashed].append(info)
             self.by_name[info.table.name.lower()].append(info)
@@ -272,6 +278,11 @@ class _Inference:
     # -- targets ---------------------------------------------------------------------------------------
 
     def single_key(self, info: _TableInfo) -> tuple[Column, Evidence] | None:
+        if info.key not in self._keys:
+            self._keys[info.key] = self._single_key(info)
+        return self._keys[info.key]
+
+    def _single_key(self, info: _TableInfo) -> tuple[Column, Evidence] | None:
         if len(info.pk) == 1:
             return info.pk[0], Evidence("pk_target", f"{info.table.name}.{info.pk[0].name} is the primary key", W_PK)
         if info.pk:
@@ -321,14 +332,20 @@ class _Inference:
 
     def _parents_for(self, name: KeyName, child: _TableInfo, role: str | None) -> list[_TableInfo]:
         """Tables some name rule could link this column to: lookups, never a scan of every table."""
-        picked: dict[tuple[str, str], _TableInfo] = {}
-        pools = [self.by_squashed.get(name.stem, []), self.key_owners.get(name.squashed, [])]
-        pools.extend(self.by_squashed.get(name.stem[start:], []) for start in range(1, len(name.stem) - 2))
-        if role:
-            pools.append(self.person_like)
-            pools.append([child])
-        for pool in pools:
-            picked.update((info.key, info) for info in pool)
+        lookup = (name.stem, name.squashed)
+        named = self._named.get(lookup)
+        if named is None:
+            named = {}
+            pools = [self.by_squashed.get(name.stem, []), self.key_owners.get(name.squashed, [])]
+            pools.extend(self.by_squashed.get(name.stem[start:], []) for start in range(1, len(name.stem) - 2))
+            for pool in pools:
+                named.update((info.key, info) for info in pool)
+            self._named[lookup] = named
+            self._named_sorted[lookup] = [named[key] for key in sorted(named)]
+        if not role:
+            return self._named_sorted[lookup]
+        picked = dict(named)
+        picked.update((info.key, info) for info in [*self.person_like, child])
         return [picked[key] for key in sorted(picked)]
 
     def _name_evidence(self, name: KeyName, column: Column, child: _TableInfo, parent: _TableInfo,
@@ -375,8 +392,7 @@ class _Inference:
 
     def _clone(self, child: _TableInfo, parent: _TableInfo) -> bool:
         """A partition, archive or inheritance child: exactly the parent's columns."""
-        parent_names = {c.name.lower() for c in parent.table.columns}
-        return len(parent_names) >= 3 and parent_names == {c.name.lower() for c in child.table.columns}
+        return len(parent.column_names) >= 3 and parent.column_names == child.column_names
 
     def _add_comment(self, found: dict[tuple[str, str], _Candidate], child: _TableInfo, column: Column) -> None:
         if not column.comment:
