@@ -140,6 +140,12 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="build the demo shop project and show requests against it")
     cli_demo.add_arguments(demo)
     demo.set_defaults(handler=cli_demo.handler)
+
+    from khive import cli_agents
+
+    agents = commands.add_parser("setup-agents", help="connect Claude Code, Cursor, Codex to this project over MCP")
+    cli_agents.add_arguments(agents)
+    agents.set_defaults(handler=cli_agents.handler)
     return parser
 
 

@@ -19,6 +19,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from khive import __version__
+from khive.agent_guide import SKILL_PATH
 from khive.context import MCP_HTTP, MCP_STDIO, PRESENTATIONS, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
@@ -44,8 +45,10 @@ Call khive with ONE tool, `request`, whose `ops` is a small DSL:
   chain     a(q="x") | b(id=$prev.items[0].id)   (in order; $prev is the previous result)
 Arguments are named JSON values. `any.verb(help=true)` returns a verb's parameter schema.
 The result is an envelope: results[i] is {ok, verb, result} or {ok: false, verb, error}.
-Start with discover.search(query=...) when you need to find data, once that pack is installed.
+Start with discover.search(query=...) to find data, then discover.lookup(id=..., budget_tokens=...).
 """
+_GUIDE += f"The full guide (when to discover, how to chain and batch, budgets): {SKILL_PATH}\n" \
+          "in the project, written by `khive setup-agents`.\n"
 
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
