@@ -59,6 +59,9 @@ class DaemonConnection:
         """Send one frame and read one answer (hello, status, stop); an error frame raises DaemonError."""
         try:
             send_frame(self.sock, message)
+        except OSError:
+            pass  # a daemon that refuses us says why before hanging up: read that below
+        try:
             answer = recv_frame(self.sock)
         except (OSError, ConnectionClosed) as exc:
             raise NotSent(f"the daemon on {self.path} did not answer {message['type']}: {_why(exc)}") from None

@@ -27,6 +27,7 @@ from khive.daemon.warm import WarmState
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.errors import DaemonError, DslSyntaxError
+from khive.project.locate import CONFIG_NAME
 
 if TYPE_CHECKING:
     from khive.daemon.paths import DaemonSettings
@@ -82,6 +83,9 @@ class DaemonServer:
         step = min(5.0, max(0.05, self.settings.idle_seconds / 4))
         while True:
             await anyio.sleep(step)
+            if not (self.runtime.project / CONFIG_NAME).is_file():  # deleted (a test's temp dir): nothing to serve
+                self.stop(f"the project's {CONFIG_NAME} is gone")
+                return
             idle = time.monotonic() - self.last_activity
             if self.active == 0 and idle >= self.settings.idle_seconds:
                 self.stop(f"idle for {idle:.0f} s (timeout {self.settings.idle_seconds:g} s)")

@@ -9,7 +9,7 @@ import mcp_types as types
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp_helpers import KHIVE, audit_events
+from mcp_helpers import KHIVE, audit_events, clean_env
 
 from khive.mcp_server import INVALID_PARAMS, TOOL_NAME
 
@@ -18,7 +18,10 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_khive_mcp_over_stdio(project: Path, tmp_path: Path, mode: str) -> None:
-    params = StdioServerParameters(command=str(KHIVE), args=["--project", str(project), "mcp"], cwd=project)
+    # The SDK passes only a whitelist of variables by default; clean_env keeps the session's daemon
+    # isolation (KHIVE_NO_DAEMON, KHIVE_HOME), so no daemon starts in the real ~/.khive.
+    params = StdioServerParameters(command=str(KHIVE), args=["--project", str(project), "mcp"], cwd=project,
+                                   env=clean_env())
     stderr_path = tmp_path / "stdio-stderr.log"
     with stderr_path.open("w") as stderr, anyio.fail_after(30):
         async with Client(stdio_client(params, errlog=stderr), mode=mode,

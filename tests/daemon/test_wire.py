@@ -1,0 +1,128 @@
+"""The socket itself: peer credentials, oversize frames, malformed frames, the hello rule."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import socket
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from daemon_helpers import Daemon
+
+from khive.daemon import frames, protocol
+
+pytestmark = pytest.mark.slow
+
+
+def connect(path: Path) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(30)
+    sock.connect(str(path))
+    return sock
+
+
+def started(daemon: Daemon, project: Path) -> dict[str, object]:
+    assert daemon.khive("daemon", "start", cwd=project).returncode == 0
+    return daemon.status(project)
+
+
+def test_oversize_frame_is_refused_without_reading_its_body(daemon: Daemon, project: Path) -> None:
+    started(daemon, project)
+    with connect(daemon.socket) as sock:
+        # Only the header: a daemon that tried to read 64 MiB of body would never answer.
+        sock.sendall(struct.pack(">I", 64 * 1024 * 1024))
+        answer = frames.recv_frame(sock)
+        assert answer["type"] == "error" and answer["code"] == "frame_too_large"
+        assert answer["details"] == {"size": 64 * 1024 * 1024, "limit": frames.MAX_REQUEST_FRAME}
+        assert sock.recv(1) == b""  # and it hung up
+    assert daemon.khive("request", 'd.read(tag="still-serving")', cwd=project).returncode == 0
+
+
+def test_malformed_frames_get_a_clear_error(daemon: Daemon, project: Path) -> None:
+    status = started(daemon, project)
+    with connect(daemon.socket) as sock:
+        body = b"not json"
+        sock.sendall(struct.pack(">I", len(body)) + body)
+        answer = frames.recv_frame(sock)
+        assert answer["code"] == "bad_frame" and "not JSON" in answer["message"]
+    with connect(daemon.socket) as sock:  # a request before hello is refused
+        frames.send_frame(sock, protocol.request(request_id="x", ops="d.read(tag=\"x\")", presentation="agent",
+                                                 principal="operator:t", transport="cli", user="t"))
+        answer = frames.recv_frame(sock)
+        assert answer["code"] == "daemon_refused" and "hello" in answer["message"]
+    with connect(daemon.socket) as sock:
+        frames.send_frame(sock, protocol.hello(str(status["config_id"])))
+        assert frames.recv_frame(sock)["type"] == "hello"
+        frames.send_frame(sock, {**protocol.request(request_id="y", ops="d.read(tag=\"y\")", presentation="loud",
+                                                    principal="operator:t", transport="cli", user="t")})
+        answer = frames.recv_frame(sock)
+        assert answer["code"] == "bad_frame" and "'presentation' must be one of agent" in answer["message"]
+    with connect(daemon.socket) as sock:
+        frames.send_frame(sock, protocol.hello(str(status["config_id"])))
+        frames.recv_frame(sock)
+        frames.send_frame(sock, protocol.request(request_id="z", ops="d.read(tag=", presentation="agent",
+                                                 principal="operator:t", transport="cli", user="t"))
+        answer = frames.recv_frame(sock)
+        assert answer["code"] == "parse-error" and answer["details"]["line"] == 1
+
+
+CLIENT_AS_OTHER_USER = """
+import socket, struct, sys
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+sock.settimeout(30)
+try:
+    sock.connect(sys.argv[1])
+except PermissionError:
+    print("EACCES"); raise SystemExit(0)
+body = b'{"type":"hello","protocol":1,"version":"x","config_id":"x"}'
+try:
+    sock.sendall(struct.pack(">I", len(body)) + body)
+except (BrokenPipeError, ConnectionResetError):
+    pass  # the daemon answers and hangs up at once; its answer is still there to read
+size = struct.unpack(">I", sock.recv(4, socket.MSG_WAITALL))[0]
+print(sock.recv(size, socket.MSG_WAITALL).decode())
+"""
+
+
+def system_python() -> str | None:
+    """An interpreter the other user can run (the venv's may live under root's home)."""
+    for candidate in ("/usr/bin/python3", "/usr/local/bin/python3", sys.executable):
+        if os.path.exists(candidate) and all(os.stat(part).st_mode & 0o001 for part in _ancestors(candidate)):
+            return candidate
+    return None
+
+
+def _ancestors(path: str) -> list[str]:
+    real = Path(os.path.realpath(path))
+    return [str(parent) for parent in reversed(real.parents)] + [str(real)]
+
+
+def as_nobody(socket_path: Path) -> str:
+    nobody = pwd.getpwnam("nobody")
+    python = system_python()
+    if python is None:
+        pytest.skip("no Python interpreter that the user nobody may execute")
+    done = subprocess.run([python, "-I", "-S", "-c", CLIENT_AS_OTHER_USER, str(socket_path)],
+                          user=nobody.pw_uid, group=nobody.pw_gid, extra_groups=[], capture_output=True, text=True,
+                          timeout=60, check=False, cwd="/")
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a client as another user (nobody); "
+                                              "the check is SO_PEERCRED uid == the daemon's uid")
+def test_connections_from_another_uid_are_refused(daemon: Daemon, project: Path) -> None:
+    started(daemon, project)
+    assert as_nobody(daemon.socket) == "EACCES"  # first line of defence: 0700 directory, 0600 socket
+    os.chmod(daemon.home, 0o755)  # open the file permissions to reach the second line: the peer check
+    os.chmod(daemon.socket, 0o666)
+    answer = orjson.loads(as_nobody(daemon.socket))
+    assert answer["type"] == "error" and answer["code"] == "daemon_refused"
+    assert f"uid {os.getuid()} only" in answer["message"] and answer["details"]["uid"] == pwd.getpwnam("nobody").pw_uid
+    assert "refused a connection" in daemon.log()
+    assert daemon.status(project)["requests_served"] == 0
