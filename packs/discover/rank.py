@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from packs.discover.refs import discover_kind
+from packs.discover.text import split_words, stem
 
 K = 60
 LANES: dict[str, tuple[str, ...]] = {
@@ -26,8 +27,10 @@ LANES: dict[str, tuple[str, ...]] = {
 # Bonuses are fractions of a first-rank contribution; their sum is capped so scores stay in 0..1.
 BONUS_CAP = 3.0
 COLUMN_LIFT = (1.0, 0.5, 0.25)  # the best three matching columns of a table, in order
-BRIDGE = 0.8
+BRIDGE = 0.999  # a bridge lands just below the weaker table it joins
 JOINABLE = 0.3
+NAMED = 0.5
+COHERENT = 1.0
 TIER_PRIOR = {"high": 0.15, "mid": 0.07, "low": 0.0, "unused": -0.1}
 CURATED_PRIOR = 0.05
 HUB_RELATIONS = ("refs", "fk", "sl_refs", "sl_table", "related_to", "supports")
@@ -117,32 +120,42 @@ def lift_tables_by_columns(index: Any, found: dict[str, Candidate]) -> None:
 
 def lift_bridges(index: Any, found: dict[str, Candidate], *, kind: str, relations: Sequence[str],
                  top: int = 4) -> None:
-    """A document linked to two or more of the ``top`` best of ``kind`` is their bridge."""
+    """A document joining two of the ``top`` best of ``kind`` that are not joined directly is their bridge:
+    it is needed exactly when both are, so it is lifted to just below the weaker of the two."""
     best = sorted((c for c in found.values() if c.index_kind == kind), key=lambda c: (-c.fused, c.doc_id))[:top]
     if len(best) < 2:
         return
     ids = [c.doc_id for c in best]
     links: dict[str, set[str]] = {}
+    direct: set[frozenset[str]] = set()
     for direction in ("out", "in"):
         for owner, edges in index.edge_map(ids, direction=direction, relations=list(relations)).items():
             for _relation, other in edges:
-                if other != owner:
-                    links.setdefault(other, set()).add(owner)
-    bridges = {other: sorted(owners) for other, owners in links.items() if len(owners) >= 2}
+                if other == owner:
+                    continue
+                links.setdefault(other, set()).add(owner)
+                if other in ids:
+                    direct.add(frozenset((owner, other)))
+    score = {c.doc_id: c.fused for c in best}
+    bridges: dict[str, tuple[str, str]] = {}
+    for other, owners in sorted(links.items()):
+        pairs = [(a, b) for a in sorted(owners) for b in sorted(owners) if a < b and frozenset((a, b)) not in direct
+                 and other not in (a, b)]
+        if pairs:
+            bridges[other] = max(pairs, key=lambda pair: (min(score[pair[0]], score[pair[1]]), pair))
     missing = [other for other in bridges if other not in found]
     for row in index.rows(missing) if missing else []:
         if row["kind"] == kind:
             found[row["id"]] = candidate_from_row(row)
             found[row["id"]].reached = "bridge"
-    score = {c.doc_id: c.fused for c in best}
-    for other, owners in sorted(bridges.items()):
+    for other, (a, b) in sorted(bridges.items()):
         target = found.get(other)
         if target is None or target.index_kind != kind:
             continue
-        linked = sorted((score[o] for o in owners), reverse=True)
-        target.add_bonus("bridge", BRIDGE * linked[1])
-        if target.bonuses.get("bridge"):
-            target.flags.append("bridge:" + ",".join(owners))
+        floor = min(score[a], score[b]) * BRIDGE
+        if target.fused < floor:
+            target.bonuses["bridge"] = round(floor - target.fused, 9)
+            target.flags.append(f"bridge:{a},{b}")
 
 
 def lift_joinable(index: Any, found: dict[str, Candidate], *, kind: str, relations: Sequence[str],
@@ -162,6 +175,39 @@ def lift_joinable(index: Any, found: dict[str, Candidate], *, kind: str, relatio
             target.add_bonus("joinable", JOINABLE * target.base)
 
 
+def lift_named(found: dict[str, Candidate], terms: Sequence[str]) -> None:
+    """A table or SL source whose own name the query spells out ("airlines" -> ``airline``) is lifted by
+    the share of its name's words the query holds: BM25 gives the name field weight, but one rank
+    step in RRF is worth almost nothing, so the lane alone would lose that signal."""
+    asked = {stem(term) for term in terms}
+    for candidate in found.values():
+        if candidate.index_kind not in ("table", "sl_source"):
+            continue
+        name = (candidate.metadata.get("tableRef") or {}).get("name") or candidate.metadata.get("name") or ""
+        parts = {stem(word) for word in split_words(str(name))}
+        if parts and parts & asked:
+            candidate.add_bonus("named", NAMED * first_rank() * len(parts & asked) / len(parts))
+
+
+def lift_coherent(found: dict[str, Candidate], *, top: int = 10) -> None:
+    """Questions mostly stay inside one schema: each table is lifted by its schema's share of the best
+    ``top`` tables' scores, so a same-named table in an unrelated schema falls behind."""
+    best = sorted((c for c in found.values() if c.index_kind == "table"), key=lambda c: (-c.fused, c.doc_id))[:top]
+    mass: dict[tuple[str | None, str], float] = {}
+    for candidate in best:
+        mass[_schema(candidate)] = mass.get(_schema(candidate), 0.0) + candidate.fused
+    total = sum(mass.values())
+    if total <= 0 or len(mass) < 2:
+        return
+    for candidate in found.values():
+        if candidate.index_kind == "table" and candidate.base > 0:
+            candidate.add_bonus("coherent", COHERENT * first_rank() * mass.get(_schema(candidate), 0.0) / total)
+
+
+def _schema(candidate: Candidate) -> tuple[str | None, str]:
+    return candidate.connection, str((candidate.metadata.get("tableRef") or {}).get("db"))
+
+
 def apply_priors(index: Any, found: dict[str, Candidate]) -> None:
     ids = sorted(found)
     degrees = index.degrees(ids, relations=list(HUB_RELATIONS))
@@ -177,6 +223,16 @@ def apply_priors(index: Any, found: dict[str, Candidate]) -> None:
         if degree > HUB_FREE_DEGREE and candidate.base > 0:
             damp = candidate.base * (1.0 - 1.0 / (1.0 + 0.1 * math.log1p(degree - HUB_FREE_DEGREE)))
             candidate.add_bonus("hub", -damp)
+
+
+def columns_follow_tables(found: dict[str, Candidate]) -> None:
+    """A column ranks just below its table: the table is the answer, the column says where in it."""
+    for candidate in found.values():
+        if candidate.index_kind != "column":
+            continue
+        table = found.get(table_of(candidate.doc_id))
+        if table is not None and candidate.fused >= table.fused:
+            candidate.bonuses["below_table"] = round(table.fused * 0.999 - candidate.fused, 9)
 
 
 def ordered(candidates: Iterable[Candidate]) -> list[Candidate]:

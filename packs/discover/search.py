@@ -23,10 +23,13 @@ def rank_candidates(index: Any, query: str, *, connection: str | None, user: str
     found, engines = rank.gather(index, " ".join(terms), connection=connection, depth=depth)
     relations.apply(index, found, query=query, user=user, include_recaps=include_recaps, today=today)
     rank.lift_tables_by_columns(index, found)
+    rank.lift_named(found, terms)
+    rank.lift_coherent(found)
     rank.apply_priors(index, found)
     rank.lift_joinable(index, found, kind="table", relations=("fk",))
     rank.lift_bridges(index, found, kind="table", relations=("fk",))
     rank.lift_bridges(index, found, kind="sl_source", relations=("join",))
+    rank.columns_follow_tables(found)
     return rank.ordered(found.values()), engines, terms
 
 
