@@ -235,6 +235,14 @@ def analyze(template_id: str, sql: str, dialect: str, catalog: Catalog, search_p
     """Parse and resolve one template; any failure becomes ``ParsedTemplate.error``, never an exception."""
     try:
         tree = _parse_one(sql, dialect)
+    except Exception as exc:  # sqlglot raises many types (and RecursionError): one bad template must not end the batch
+        return ParsedTemplate(template_id, error=f"{type(exc).__name__}: {exc}"[:MAX_ERROR])
+    return analyze_tree(template_id, tree, catalog, search_path)
+
+
+def analyze_tree(template_id: str, tree: exp.Expr, catalog: Catalog, search_path: Sequence[str]) -> ParsedTemplate:
+    """Resolve an already parsed (and literal-masked) template: the normalizer's tree, no second parse."""
+    try:
         analysis = _Analysis(catalog, search_path)
         analysis.tree(tree, traverse_scope(tree))
         if not isinstance(tree, exp.Query):  # DML/DDL: the target table is in no query scope

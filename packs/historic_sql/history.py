@@ -14,6 +14,7 @@ from khive.connections.config import ConnectionConfig
 from khive.errors import ConfigError
 from khive.runtime import Runtime
 from packs.historic_sql.config import HistoricSqlConfig
+from packs.historic_sql.prime import Primer
 from packs.historic_sql.readers import ReaderResult
 
 DIALECTS = {"postgres": "postgres", "sqlite": "sqlite", "duckdb": "duckdb", "bigquery": "bigquery",
@@ -33,14 +34,15 @@ def query_log(runtime: Runtime, name: str, settings: HistoricSqlConfig) -> Path 
     return path if path.is_absolute() else runtime.project / path
 
 
-def read_history(runtime: Runtime, name: str, settings: HistoricSqlConfig) -> ReaderResult:
+def read_history(runtime: Runtime, name: str, settings: HistoricSqlConfig, *, primer: Primer | None = None
+                 ) -> ReaderResult:
     connection = runtime.connection(name)
     dialect = DIALECTS[connection.driver]
     log = query_log(runtime, name, settings)
     if log is not None:
         from packs.historic_sql.readers.logfile import read_logfile
 
-        return read_logfile(log, settings, dialect=dialect, log_format=settings.queryLogFormat)
+        return read_logfile(log, settings, dialect=dialect, log_format=settings.queryLogFormat, primer=primer)
     if connection.driver == "postgres":
         from packs.historic_sql.readers.postgres import read_postgres
 

@@ -24,6 +24,7 @@ from packs.historic_sql.bucketize import bucketize
 from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.config import HistoricSqlConfig, connection_settings
 from packs.historic_sql.parse import ParseCache, parse_batch
+from packs.historic_sql.prime import Primer
 from packs.historic_sql.providers import digest_units
 from packs.historic_sql.stage import previous_manifest, read_manifest, stage, sync_ids, vanished
 
@@ -53,7 +54,11 @@ async def ingest(ctx: Context, connection: str, *, window_days: int | None = Non
     timings: dict[str, float] = {}
     started = clock = time.perf_counter()
     await ctx.progress(0, STEPS, f"{connection}: reading query history")
-    read = await anyio.to_thread.run_sync(history.read_history, runtime, connection, settings)
+    search = history.search_path(runtime.connection(connection), settings)
+    workers = min(settings.concurrency, os.cpu_count() or 1)  # parsing is CPU-bound: no more than the cores
+    dialect = history.DIALECTS[runtime.connection(connection).driver]
+    primer = Primer(runtime.project, dialect, settings.redactionPatterns, workers, analysis=(catalog, search))
+    read = await anyio.to_thread.run_sync(lambda: history.read_history(runtime, connection, settings, primer=primer))
     errors = [f for f in read.findings if f.severity == "error"]
     if errors and not read.templates:
         raise OpError(f"cannot read the query history of {connection!r}: {errors[0].message}; fix: {errors[0].fix}",
@@ -62,13 +67,12 @@ async def ingest(ctx: Context, connection: str, *, window_days: int | None = Non
     timings["read_ms"] = _ms(clock)
     await ctx.progress(1, STEPS, f"{connection}: parsing {len(read.templates)} templates")
     clock = time.perf_counter()
-    search = history.search_path(runtime.connection(connection), settings)
 
     def parse() -> Any:
         cache = ParseCache.for_project(runtime.project, connection)
         try:
-            return parse_batch(read.templates, catalog, search_path=search, cache=cache,
-                               concurrency=min(settings.concurrency, os.cpu_count() or 1))  # CPU-bound: cores
+            return parse_batch(read.templates, catalog, search_path=search, cache=cache, concurrency=workers,
+                               known=primer.analyses)
         finally:
             cache.close()
 
@@ -77,7 +81,6 @@ async def ingest(ctx: Context, connection: str, *, window_days: int | None = Non
     await ctx.progress(2, STEPS, f"{connection}: staging")
     clock = time.perf_counter()
     sync_id = new_sync_id()
-    dialect = history.DIALECTS[runtime.connection(connection).driver]
 
     def staged() -> Any:
         bucketed = bucketize(read.templates, batch.parsed)

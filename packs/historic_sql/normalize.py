@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import sqlglot
@@ -43,6 +43,7 @@ from sqlglot import ErrorLevel, Token, TokenType, exp
 # SELECT | INSERT | UPDATE | DELETE | MERGE | CTAS (CREATE TABLE ... AS SELECT) | DDL | NOISE | OTHER
 ANALYTICAL_KINDS = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "MERGE", "CTAS"})
 REDACTED = "__redacted__"
+NORMALIZER_VERSION = "2"  # bump whenever a change here changes a canonical text (cached results go stale)
 MAX_PARSE_CHARS = 100_000  # longer texts (generated IN lists) go straight to the regex masking
 
 _NOISE_WORDS = frozenset({
@@ -125,6 +126,19 @@ class Normalizer:
         self._by_shape: dict[bytes, NormalizedSql] = {}
         self._by_id: dict[str, NormalizedSql] = {}
         self.parses = 0  # sqlglot parses actually run (the rest came from a cache)
+        # set by the batch path: resolve each parsed template from this tree too (before generation,
+        # which may rewrite it), so the batch parse need not parse the canonical text again
+        self.analyzer: Callable[[exp.Expr], object] | None = None
+        self.analyses: dict[str, object] = {}
+
+    def reserve(self, count: int) -> None:
+        """Keep at least ``count`` raw texts (a primed batch must not evict itself)."""
+        self._cache_size = max(self._cache_size, count)
+
+    def remember(self, sql: str, result: NormalizedSql) -> None:
+        """Take a result normalized elsewhere (a pool worker, a cache) for this raw text."""
+        self._remember(self._by_raw, _digest(sql), result)
+        self._by_id.setdefault(result.template_id, result)
 
     def known(self, template: str) -> NormalizedSql | None:
         """The normalization that produced this template id, if this normalizer produced it."""
@@ -166,10 +180,13 @@ class Normalizer:
         tree = statements[0]
         _mask(tree)
         kind, tables = _kind(tree), _tables(tree, self.dialect)
+        analysis = self.analyzer(tree) if self.analyzer is not None else None
         # copy=False: the tree is thrown away after this, and copying it cost as much as generating
         canonical = self._dialect.generate(tree, copy=False, comments=False, normalize_functions="upper",
                                            unsupported_level=ErrorLevel.IGNORE)
         result = NormalizedSql(template_id(canonical), self._redacted(canonical), kind, tables)
+        if analysis is not None:
+            self.analyses.setdefault(result.template_id, analysis)
         self._remember(self._by_shape, shape, result)
         return result
 
@@ -241,19 +258,36 @@ def _all_placeholders(nodes: Iterable[exp.Expr]) -> bool:
     return bool(items) and all(isinstance(node, exp.Placeholder) for node in items)
 
 
+_VALUE_NODES = (exp.Literal, exp.Parameter, exp.Placeholder)
+
+
 def _mask(tree: exp.Expr) -> None:
-    for node in list(tree.find_all(exp.Literal, exp.Parameter, exp.Placeholder)):
+    # one walk collects every node the passes below touch (four walks cost a quarter of a parse)
+    values_nodes: list[exp.Expr] = []
+    negs: list[exp.Expr] = []
+    lists: list[exp.Expr] = []
+    rows_nodes: list[exp.Expr] = []
+    for node in tree.walk():
+        if isinstance(node, _VALUE_NODES):
+            values_nodes.append(node)
+        elif isinstance(node, exp.Neg):
+            negs.append(node)
+        elif isinstance(node, exp.In | exp.Array):
+            lists.append(node)
+        elif isinstance(node, exp.Values):
+            rows_nodes.append(node)
+    for node in values_nodes:
         if isinstance(node.parent, exp.Parameter) or (isinstance(node, exp.Literal) and not _is_value(node)):
             continue  # the inside of $1 / @name (the parameter itself is replaced), or structure
         node.replace(_placeholder())
-    for neg in list(tree.find_all(exp.Neg)):
+    for neg in negs:
         if isinstance(neg.this, exp.Placeholder):
             neg.replace(_placeholder())
-    for node in tree.find_all(exp.In, exp.Array):
+    for node in lists:
         items = node.expressions
         if len(items) > 1 and _all_placeholders(items):
             node.set("expressions", [_placeholder()])
-    for values in tree.find_all(exp.Values):
+    for values in rows_nodes:
         rows = values.expressions
         if len(rows) > 1 and all(isinstance(row, exp.Tuple) and _all_placeholders(row.expressions) for row in rows) \
                 and len({len(row.expressions) for row in rows}) == 1:

@@ -33,7 +33,7 @@ import math
 import multiprocessing
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,8 +110,12 @@ def sql_hash(sql: str, dialect: str) -> str:
 
 def parse_batch(templates: Sequence[AggregatedTemplate] | Sequence[Item], catalog: Catalog, *,
                 search_path: Sequence[str] = (), concurrency: int | None = None,
-                pool_threshold: int = POOL_THRESHOLD, cache: ParseCache | None = None) -> BatchResult:
-    """Parse every template; failures become ``parse_failed:<id>`` warnings, never exceptions."""
+                pool_threshold: int = POOL_THRESHOLD, cache: ParseCache | None = None,
+                known: Mapping[str, bytes] | None = None) -> BatchResult:
+    """Parse every template; failures become ``parse_failed:<id>`` warnings, never exceptions.
+
+    ``known`` holds results already made against this catalog and search path (``prime.Primer``,
+    which resolved the normalizer's own trees): those templates are taken as parsed, not parsed again."""
     items = {item[0]: item for item in (_item(t) for t in templates)}.values()
     context = cache_context(catalog, search_path)
     parsed: dict[str, ParsedTemplate] = {}
@@ -128,6 +132,10 @@ def parse_batch(templates: Sequence[AggregatedTemplate] | Sequence[Item], catalo
             else:
                 todo.append(item)
     todo.sort()  # chunks (and so the pool's work) do not depend on the input order
+    given: list[Row] = []
+    if known:
+        given = [(item[0], known[item[0]]) for item in todo if item[0] in known]
+        todo = [item for item in todo if item[0] not in known]
     workers = max(1, concurrency or os.cpu_count() or 1)
     use_pool = workers > 1 and len(todo) >= pool_threshold
     started = time.process_time()
@@ -136,13 +144,15 @@ def parse_batch(templates: Sequence[AggregatedTemplate] | Sequence[Item], catalo
     else:  # sqlglot trees are cyclic: the collector stays on while they are built
         fresh = _run_chunk(todo, catalog, search_path)
         cpu = time.process_time() - started
+    fresh = given + fresh
     with paused_gc():
         for template_id, payload in fresh:
             parsed[template_id] = ParsedTemplate.from_json(orjson.loads(payload), shared)
         if cache is not None and fresh:
             cache.store(context, ((tid, hashes[tid], payload) for tid, payload in fresh))
     warnings = tuple(sorted(f"parse_failed:{tid}" for tid, result in parsed.items() if result.error is not None))
-    stats = {"templates": len(items), "cached": len(items) - len(todo), "parsed": len(todo),
+    stats = {"templates": len(items), "cached": len(items) - len(todo) - len(given), "parsed": len(todo),
+             "resolvedWhileNormalizing": len(given),
              "failed": len(warnings), "workers": workers if use_pool else 1, "parseCpuMs": round(cpu * 1000)}
     return BatchResult(parsed, warnings, stats)
 
@@ -183,7 +193,7 @@ def _run_pool(items: list[Item], catalog: Catalog, search_path: Sequence[str], w
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
     if context.get_start_method() == "forkserver":
-        context.set_forkserver_preload(["packs.historic_sql.analyze"])
+        context.set_forkserver_preload(["packs.historic_sql.analyze", "packs.historic_sql.normalize"])
     out: list[Row] = []
     cpu = 0.0
     with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=context,

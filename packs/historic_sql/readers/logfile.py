@@ -27,7 +27,7 @@ import gzip
 import json
 import random
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -112,12 +112,24 @@ class _Accumulator:
                                   topUsers=top_users(self.users), markers=sorted(self.markers))
 
 
+Primer = Callable[[Normalizer, Iterable[str]], object]
+
+
 def read_logfile(path: Path | str, config: HistoricSqlConfig, *, dialect: str, log_format: LogFormat | None = None,
                  now: datetime | None = None, reservoir_size: int = 512, seed: int = 0,
-                 max_line_findings: int = 20) -> ReaderResult:
-    """Aggregate a query log by normalized template, then apply the in-memory filters."""
+                 max_line_findings: int = 20, primer: Primer | None = None) -> ReaderResult:
+    """Aggregate a query log by normalized template, then apply the in-memory filters.
+
+    With a ``primer`` (``prime.primer``), a first pass hands it every distinct text so they are
+    normalized together (cached across runs, in a pool) before the pass that folds the lines."""
     path = Path(path)
     normalizer = Normalizer(dialect, config.redactionPatterns)
+    if primer is not None:
+        try:
+            primer(normalizer, (record["sql"] for _, record in _records(path, log_format)
+                                if isinstance(record.get("sql"), str) and record["sql"].strip()))
+        except (OSError, UnicodeError, EOFError, csv.Error):
+            pass  # the folding pass below reports the unreadable file
     rules = AccountRules(config.filters.serviceAccounts)
     window_start = (now or datetime.now(UTC)) - timedelta(days=config.windowDays)
     templates: dict[str, _Accumulator] = {}

@@ -1,0 +1,189 @@
+"""Normalize a whole query log's distinct texts up front: a cross-run cache, then a process pool.
+
+The log reader normalizes every distinct text once (``normalize.py``: a sqlglot parse, masking and
+generation, about twice a bare parse). Done line by line in one process that alone would cost more
+than the whole batch parse; so before the reader folds its lines, ``prime`` takes the distinct texts,
+serves what ``.khive/historic-sql-cache.sqlite`` already holds (table ``normalized``, keyed by the
+BLAKE2b digest of the raw text under a context of dialect, redaction patterns, normalizer and sqlglot
+versions: derived state, delete it any time), and normalizes the rest in a ``forkserver`` pool
+(chunks, never a round trip per text; in process below ``pool_threshold``). The results go into the
+reader's ``Normalizer``, whose per-line calls then hit its in-memory cache. Pool and in-process give
+the same results: normalization is a pure function of the text, the dialect and the redaction list.
+
+Given the scan catalog, each freshly parsed template is also resolved (``analyze_tree``) from the very
+tree the normalizer built, before generation: ``Primer.analyses`` (template id -> parse result) lets the
+batch parse skip parsing those canonical texts a second time. A test checks that this agrees with
+parsing the canonical text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import multiprocessing
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import orjson
+
+from khive.sqlite_util import open_wal
+from packs.historic_sql.analyze import analyze_tree
+from packs.historic_sql.catalog import Catalog
+from packs.historic_sql.normalize import NORMALIZER_VERSION, NormalizedSql, Normalizer
+from packs.historic_sql.parse import CACHE_FILE, SQLGLOT_VERSION
+from packs.historic_sql.parsed import ParsedTemplate
+
+POOL_THRESHOLD = 500
+CHUNKS_PER_WORKER = 8
+MAX_CHUNK = 1000
+
+
+def _digest(sql: str) -> str:
+    return hashlib.blake2b(sql.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _row(result: NormalizedSql) -> bytes:
+    return orjson.dumps([result.template_id, result.canonical_sql, result.kind, list(result.tables),
+                         result.parse_failed])
+
+
+def _result(payload: bytes) -> NormalizedSql:
+    template, canonical, kind, tables, failed = orjson.loads(payload)
+    return NormalizedSql(template, canonical, kind, tuple(tables), failed)
+
+
+class NormalCache:
+    def __init__(self, path: Path, dialect: str, redaction_patterns: Sequence[str]) -> None:
+        self.db = open_wal(path)
+        self.db.execute("CREATE TABLE IF NOT EXISTS normalized (context TEXT NOT NULL, raw TEXT NOT NULL, "
+                        "payload BLOB NOT NULL, PRIMARY KEY (context, raw))")
+        key = orjson.dumps([dialect, list(redaction_patterns), NORMALIZER_VERSION, SQLGLOT_VERSION])
+        self.context = hashlib.sha256(key).hexdigest()[:24]
+
+    @classmethod
+    def for_project(cls, project: Path, dialect: str, redaction_patterns: Sequence[str]) -> NormalCache:
+        return cls(project / ".khive" / CACHE_FILE, dialect, redaction_patterns)
+
+    def load(self) -> dict[str, bytes]:
+        rows = self.db.execute("SELECT raw, payload FROM normalized WHERE context = ?", (self.context,))
+        return dict(rows)
+
+    def store(self, rows: Iterable[tuple[str, bytes]]) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("DELETE FROM normalized WHERE context != ?", (self.context,))
+            self.db.executemany("INSERT OR REPLACE INTO normalized VALUES (?, ?, ?)",
+                                ((self.context, raw, payload) for raw, payload in rows))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        self.db.close()
+
+
+Analysis = tuple[Catalog, tuple[str, ...]]  # (scan catalog, search path)
+
+
+def prime(normalizer: Normalizer, texts: Iterable[str], *, cache: NormalCache | None = None, workers: int = 1,
+          pool_threshold: int = POOL_THRESHOLD, redaction_patterns: Sequence[str] = (),
+          analysis: Analysis | None = None, analyses: dict[str, bytes] | None = None) -> dict[str, int]:
+    """Fill ``normalizer`` with the results for ``texts`` (and ``analyses`` with parse results of the
+    templates parsed here, when ``analysis`` is given); counts of cached and normalized texts."""
+    distinct = {_digest(text): text for text in texts}
+    normalizer.reserve(len(distinct) + 1_000)
+    stored = cache.load() if cache is not None else {}
+    todo: list[tuple[str, str]] = []
+    for digest, text in distinct.items():
+        payload = stored.get(digest)
+        if payload is None:
+            todo.append((digest, text))
+        else:
+            normalizer.remember(text, _result(payload))
+    todo.sort()
+    found: list[tuple[str, bytes]] = []
+    if workers > 1 and len(todo) >= pool_threshold:
+        fresh = _pool(todo, normalizer.dialect, tuple(redaction_patterns), analysis, workers, found)
+    else:
+        _init_worker(normalizer.dialect, tuple(redaction_patterns), analysis)
+        try:
+            fresh, found = _chunk(todo)
+        finally:
+            _release()
+    for (digest, text), (same, payload) in zip(todo, fresh, strict=True):
+        assert digest == same
+        normalizer.remember(text, _result(payload))
+    if analyses is not None:
+        analyses.update(found)
+    if cache is not None and fresh:
+        cache.store(fresh)
+    return {"texts": len(distinct), "cached": len(distinct) - len(todo), "normalized": len(todo)}
+
+
+# -- workers (and the in-process path: the same functions) -------------------------------------------------
+_WORKER: Normalizer | None = None
+
+
+def _init_worker(dialect: str, redaction_patterns: tuple[str, ...], analysis: Analysis | None) -> None:
+    global _WORKER
+    _WORKER = Normalizer(dialect, redaction_patterns)
+    if analysis is not None:
+        catalog, search_path = analysis
+        _WORKER.analyzer = lambda tree: analyze_tree("", tree, catalog, search_path)
+
+
+def _release() -> None:
+    global _WORKER
+    _WORKER = None
+
+
+def _chunk(items: list[tuple[str, str]]) -> tuple[list[tuple[str, bytes]], list[tuple[str, bytes]]]:
+    """(digest, normalized row) per text, and (template id, parse result JSON) per template parsed here."""
+    worker = _WORKER
+    assert worker is not None, "pool worker started without its initializer"
+    rows = [(digest, _row(worker.normalize(text))) for digest, text in items]
+    parsed = [(tid, orjson.dumps(dataclasses.replace(result, template_id=tid).to_json()))
+              for tid, result in worker.analyses.items() if isinstance(result, ParsedTemplate)]
+    worker.analyses.clear()
+    return rows, parsed
+
+
+def _pool(items: list[tuple[str, str]], dialect: str, redaction: tuple[str, ...], analysis: Analysis | None,
+          workers: int, found: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    size = min(MAX_CHUNK, max(1, math.ceil(len(items) / (workers * CHUNKS_PER_WORKER))))
+    chunks = [items[i:i + size] for i in range(0, len(items), size)]
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if context.get_start_method() == "forkserver":
+        context.set_forkserver_preload(["packs.historic_sql.analyze", "packs.historic_sql.normalize"])
+    out: list[tuple[str, bytes]] = []
+    with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=context,
+                             initializer=_init_worker, initargs=(dialect, redaction, analysis)) as pool:
+        for rows, parsed in pool.map(_chunk, chunks):
+            out.extend(rows)
+            found.extend(parsed)
+    return out
+
+
+class Primer:
+    """What the log reader calls (``primer(normalizer, texts)``), bound to a project's cache; keeps the
+    parse results it made on the way for the batch parse (``analyses``)."""
+
+    def __init__(self, project: Path, dialect: str, redaction_patterns: Sequence[str], workers: int,
+                 analysis: Analysis | None = None) -> None:
+        self.project, self.dialect, self.workers, self.analysis = project, dialect, workers, analysis
+        self.redaction = list(redaction_patterns)
+        self.analyses: dict[str, bytes] = {}
+        self.stats: dict[str, int] = {}
+
+    def __call__(self, normalizer: Normalizer, texts: Iterable[str]) -> dict[str, int]:
+        cache = NormalCache.for_project(self.project, self.dialect, self.redaction)
+        try:
+            self.stats = prime(normalizer, texts, cache=cache, workers=self.workers, analysis=self.analysis,
+                               redaction_patterns=self.redaction, analyses=self.analyses)
+            return self.stats
+        finally:
+            cache.close()

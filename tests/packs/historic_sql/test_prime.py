@@ -1,0 +1,62 @@
+"""Normalizing a log's texts together: the cross-run cache, the pool, and attribution from the normalizer's tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+from hsql_project import LINE_ORDERS, ORDER_STATUS, RETURNS, REVENUE_BY_NATION
+
+from packs.historic_sql.analyze import analyze
+from packs.historic_sql.catalog import Catalog
+from packs.historic_sql.normalize import Normalizer
+from packs.historic_sql.parsed import ParsedTemplate
+from packs.historic_sql.prime import NormalCache, prime
+
+CATALOG = Catalog([
+    (None, "main", "nation", ["n_nationkey", "n_name"]),
+    (None, "main", "customer", ["c_custkey", "c_name", "c_nationkey", "c_mktsegment"]),
+    (None, "main", "orders", ["o_orderkey", "o_custkey", "o_orderdate", "o_totalprice", "o_orderstatus"]),
+    (None, "main", "lineitem", ["l_orderkey", "l_linenumber", "l_quantity", "l_returnflag", "l_shipdate"]),
+])
+TEXTS = [REVENUE_BY_NATION.format(segment="BUILDING"), REVENUE_BY_NATION.format(segment="MACHINERY"),
+         ORDER_STATUS.format(day="1995-01-01"), LINE_ORDERS.format(status="O"), RETURNS.format(day="1998-01-01"),
+         "WITH big AS (SELECT o_custkey, SUM(o_totalprice) AS t FROM orders GROUP BY 1) "
+         "SELECT c_name, t FROM customer JOIN big ON big.o_custkey = c_custkey WHERE t > 100",
+         "SELECT l_returnflag FROM lineitem l JOIN orders o USING (x) WHERE -5 < l_quantity",
+         "SELECT FROM WHERE (", "SHOW work_mem"]
+
+
+def test_attribution_from_the_normalizers_tree_agrees_with_parsing_the_canonical_text() -> None:
+    analyses: dict[str, bytes] = {}
+    normalizer = Normalizer("sqlite")
+    prime(normalizer, TEXTS, analysis=(CATALOG, ("main",)), analyses=analyses)
+    results = {normalizer.normalize(text).template_id: normalizer.normalize(text) for text in TEXTS}
+    parsed = [r for r in results.values() if not r.parse_failed and r.kind == "SELECT"]
+    assert len(parsed) == 6 and set(analyses) == {r.template_id for r in parsed}  # two texts, one template
+    for result in parsed:
+        fused = ParsedTemplate.from_json(orjson.loads(analyses[result.template_id]))
+        assert fused == analyze(result.template_id, result.canonical_sql, "sqlite", CATALOG, ("main",))
+        assert fused.tables
+
+
+def test_pool_and_in_process_agree_and_the_cache_serves_the_rerun(tmp_path: Path) -> None:
+    texts = [REVENUE_BY_NATION.format(segment=f"S{i}") + f" LIMIT {i}" for i in range(8)] + TEXTS
+    pooled, local = Normalizer("sqlite"), Normalizer("sqlite")
+    pooled_found: dict[str, bytes] = {}
+    local_found: dict[str, bytes] = {}
+    cache = NormalCache(tmp_path / "cache.sqlite", "sqlite", ())
+    stats = prime(pooled, texts, cache=cache, workers=2, pool_threshold=1, analysis=(CATALOG, ("main",)),
+                  analyses=pooled_found)
+    prime(local, texts, workers=1, analysis=(CATALOG, ("main",)), analyses=local_found)
+    assert stats == {"texts": len(texts), "cached": 0, "normalized": len(texts)}
+    assert [pooled.normalize(t) for t in texts] == [local.normalize(t) for t in texts]
+    assert pooled_found == local_found
+    again = Normalizer("sqlite")
+    assert prime(again, texts, cache=cache)["cached"] == len(texts)
+    assert [again.normalize(t) for t in texts] == [local.normalize(t) for t in texts]
+    assert again.parses == 0  # everything came from the cache
+    other = NormalCache(tmp_path / "cache.sqlite", "sqlite", ("secret",))  # another redaction list: not reused
+    assert prime(Normalizer("sqlite", ["secret"]), texts, cache=other)["cached"] == 0
+    cache.close()
+    other.close()
