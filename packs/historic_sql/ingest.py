@@ -107,6 +107,7 @@ async def ingest(ctx: Context, connection: str, *, window_days: int | None = Non
             "pendingUnits": [u.id for u in remaining], "vanishedTables": vanished(previous, run.manifest),
             "projection": projected, "warnings": run.manifest["warnings"][:50],
             "findings": [f.model_dump(mode="json") for f in read.findings], "parseStats": batch.stats,
+            "normalizeStats": primer.stats,
             "timings": timings}
 
 

@@ -22,6 +22,7 @@ import dataclasses
 import hashlib
 import math
 import multiprocessing
+import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -105,12 +106,13 @@ def prime(normalizer: Normalizer, texts: Iterable[str], *, cache: NormalCache | 
             normalizer.remember(text, _result(payload))
     todo.sort()
     found: list[tuple[str, bytes]] = []
-    if workers > 1 and len(todo) >= pool_threshold:
-        fresh = _pool(todo, normalizer.dialect, tuple(redaction_patterns), analysis, workers, found)
+    pooled = workers > 1 and len(todo) >= pool_threshold
+    if pooled:
+        fresh, cpu = _pool(todo, normalizer.dialect, tuple(redaction_patterns), analysis, workers, found)
     else:
         _init_worker(normalizer.dialect, tuple(redaction_patterns), analysis)
         try:
-            fresh, found = _chunk(todo)
+            fresh, found, cpu = _chunk(todo)
         finally:
             _release()
     for (digest, text), (same, payload) in zip(todo, fresh, strict=True):
@@ -120,7 +122,8 @@ def prime(normalizer: Normalizer, texts: Iterable[str], *, cache: NormalCache | 
         analyses.update(found)
     if cache is not None and fresh:
         cache.store(fresh)
-    return {"texts": len(distinct), "cached": len(distinct) - len(todo), "normalized": len(todo)}
+    return {"texts": len(distinct), "cached": len(distinct) - len(todo), "normalized": len(todo),
+            "workers": min(workers, len(todo)) if pooled else 1, "cpuMs": round(cpu * 1000)}
 
 
 # -- workers (and the in-process path: the same functions) -------------------------------------------------
@@ -140,32 +143,38 @@ def _release() -> None:
     _WORKER = None
 
 
-def _chunk(items: list[tuple[str, str]]) -> tuple[list[tuple[str, bytes]], list[tuple[str, bytes]]]:
-    """(digest, normalized row) per text, and (template id, parse result JSON) per template parsed here."""
+Rows = list[tuple[str, bytes]]
+
+
+def _chunk(items: list[tuple[str, str]]) -> tuple[Rows, Rows, float]:
+    """(digest, normalized row) per text, (template id, parse result JSON) per template parsed here, CPU s."""
     worker = _WORKER
     assert worker is not None, "pool worker started without its initializer"
+    started = time.process_time()
     rows = [(digest, _row(worker.normalize(text))) for digest, text in items]
     parsed = [(tid, orjson.dumps(dataclasses.replace(result, template_id=tid).to_json()))
               for tid, result in worker.analyses.items() if isinstance(result, ParsedTemplate)]
     worker.analyses.clear()
-    return rows, parsed
+    return rows, parsed, time.process_time() - started
 
 
 def _pool(items: list[tuple[str, str]], dialect: str, redaction: tuple[str, ...], analysis: Analysis | None,
-          workers: int, found: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+          workers: int, found: Rows) -> tuple[Rows, float]:
     size = min(MAX_CHUNK, max(1, math.ceil(len(items) / (workers * CHUNKS_PER_WORKER))))
     chunks = [items[i:i + size] for i in range(0, len(items), size)]
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
     if context.get_start_method() == "forkserver":
         context.set_forkserver_preload(["packs.historic_sql.analyze", "packs.historic_sql.normalize"])
-    out: list[tuple[str, bytes]] = []
+    out: Rows = []
+    cpu = 0.0
     with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=context,
                              initializer=_init_worker, initargs=(dialect, redaction, analysis)) as pool:
-        for rows, parsed in pool.map(_chunk, chunks):
+        for rows, parsed, seconds in pool.map(_chunk, chunks):
             out.extend(rows)
             found.extend(parsed)
-    return out
+            cpu += seconds
+    return out, cpu
 
 
 class Primer:
