@@ -30,7 +30,7 @@ from khive.demo.warehouse import build_warehouse
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.errors import ConfigError
-from khive.project.layout import init_project
+from khive.project.layout import STARTER_CONFIG, init_project
 from khive.runtime import Runtime
 
 CONNECTION = "shop"
@@ -89,7 +89,7 @@ def write_config(root: Path) -> bool:
         current = path.read_text(encoding="utf-8")
         if current == CONFIG:
             return False
-        if not current.startswith(MARKER) and "connections: {}" not in current:
+        if not current.startswith(MARKER) and current != STARTER_CONFIG:  # only ours, or an untouched `khive init`
             raise ConfigError(f"{root} already holds a khive project that `khive demo` did not create; "
                               "run the demo in a new directory (khive demo DIR)",
                               details={"project": str(root), "fix": "khive demo ./khive-demo"})

@@ -82,3 +82,13 @@ def test_demo_config_is_rewritten_only_when_it_differs(tmp_path: Path) -> None:
     assert write_config(tmp_path)
     assert not write_config(tmp_path)
     assert (tmp_path / "khive.yaml").read_text(encoding="utf-8") == CONFIG
+
+
+def test_demo_may_take_over_an_untouched_khive_init(tmp_path: Path) -> None:
+    from khive.project.layout import init_project
+
+    init_project(tmp_path, "tester")
+    assert write_config(tmp_path)
+    (tmp_path / "khive.yaml").write_text("version: 1\nconnections: {}\nauth: {default: deny}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="did not create"):  # edited by a person: refused
+        write_config(tmp_path)
