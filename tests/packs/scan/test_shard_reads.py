@@ -1,0 +1,165 @@
+"""Reading the latest scan (ADR 0021): untouched shards come from the run's JSON, edited ones are parsed,
+re-scans leave unchanged shards alone, and the report on disk carries every timing."""
+
+from __future__ import annotations
+
+import gc
+import json
+import sqlite3
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from khive.bootstrap import open_runtime
+from khive.context import CLI, Context
+from khive.dispatch import dispatch
+from khive.dsl import parse
+from packs.scan import shards
+
+pytestmark = pytest.mark.anyio
+
+SHARD = "_schema/shop/shop.main.yaml"
+READS = ('scan.tables(connection="shop")', 'scan.entity(connection="shop", table="orders")',
+         'scan.entity(connection="shop", table="orders", column="status")')
+
+
+async def cold(project: Path, *ops: str) -> list[dict[str, Any]]:
+    """Each op in a fresh runtime: nothing cached, as in a new CLI process."""
+    out = []
+    for op in ops:
+        runtime = open_runtime(project, {"KHIVE_PACKS": "core,scan"})
+        try:
+            envelope = await dispatch(parse(op), Context(runtime, "operator:ann", CLI, presentation="verbose"))
+        finally:
+            await runtime.aclose()
+        (result,) = envelope["results"]
+        assert result["ok"], result
+        out.append(result["result"])
+    return out
+
+
+class YamlParses:
+    """Counts shard parses: the fast path must not parse at all."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        real = shards.YAML
+
+        def counting(*args: Any, **kwargs: Any) -> Any:
+            self.count += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(shards, "YAML", counting)
+
+
+async def test_untouched_shard_reads_equal_parsed_reads(call: Callable[..., Awaitable[dict[str, Any]]],
+                                                        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    await call('scan.run(connection="shop")')
+    parses = YamlParses(monkeypatch)
+    fast = await cold(project, *READS)
+    assert parses.count == 0  # rebuilt from the run's tables.json
+    shard = project / SHARD
+    shard.write_text(shard.read_text() + "# reviewed by ann\n")  # same data, no longer the scan's text
+    parsed = await cold(project, *READS)
+    assert parses.count == len(READS)
+    assert parsed == fast
+    assert fast[0]["count"] == 6 and fast[2]["column"]["samples"]["values"][0] == "delivered"
+
+
+async def test_a_human_edit_to_the_shard_is_seen(call: Callable[..., Awaitable[dict[str, Any]]],
+                                                 project: Path) -> None:
+    await call('scan.run(connection="shop")')
+    assert (await call('scan.entity(connection="shop", table="orders")'))["description"] is None  # warm cache
+    shard = project / SHARD
+    text = shard.read_text()
+    assert "  orders:\n" in text
+    shard.write_text(text.replace("  orders:\n", "  orders:\n    description: One row per checkout.\n"))
+    warm = await call('scan.entity(connection="shop", table="orders")')
+    (fresh, listed) = await cold(project, 'scan.entity(connection="shop", table="orders")',
+                                 'scan.tables(connection="shop")')
+    assert warm["description"] == fresh["description"] == "One row per checkout."
+    assert next(t for t in listed["tables"] if t["id"] == "main.orders")["comment"] == "One row per checkout."
+
+
+async def test_entity_shows_usage_written_into_the_shard(call: Callable[..., Awaitable[dict[str, Any]]],
+                                                         project: Path) -> None:
+    await call('scan.run(connection="shop")')
+    usage = {"narrative": "Read daily by the revenue dashboard.", "frequencyTier": "hot",
+             "commonFilters": ["status"], "commonGroupBys": ["customer_id"],
+             "commonJoins": ["main.customers"], "staleSince": None}
+    block = ("    usage:\n      narrative: Read daily by the revenue dashboard.\n      frequencyTier: hot\n"
+             "      commonFilters:\n      - status\n      commonGroupBys:\n      - customer_id\n"
+             "      commonJoins:\n      - main.customers\n      staleSince:\n")
+    shard = project / SHARD
+    shard.write_text(shard.read_text().replace("  orders:\n", "  orders:\n" + block))
+    table, column = await cold(project, 'scan.entity(connection="shop", table="orders")',
+                               'scan.entity(connection="shop", table="orders", column="status")')
+    assert table["usage"] == usage and column["usage"] == usage
+    again = await call('scan.run(connection="shop")')  # a re-scan keeps the key
+    assert again["syncId"] != table["syncId"]
+    (after,) = await cold(project, 'scan.entity(connection="shop", table="orders")')
+    assert after["usage"] == usage and after["syncId"] == again["syncId"]
+
+
+async def test_rescan_of_an_unchanged_schema_leaves_the_shard_alone(
+        call: Callable[..., Awaitable[dict[str, Any]]], project: Path) -> None:
+    await call('scan.run(connection="shop")')
+    shard = project / SHARD
+    before = shard.stat()
+    second = await call('scan.run(connection="shop")')
+    after = shard.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert "syncId" not in shard.read_text()
+    fast = await cold(project, 'scan.entity(connection="shop", table="orders")')
+    assert fast[0]["syncId"] == second["syncId"]
+    db = sqlite3.connect(project / "shop.sqlite")
+    db.executescript("ALTER TABLE orders ADD COLUMN channel TEXT;")
+    db.close()
+    await call('scan.run(connection="shop")')
+    assert shard.stat().st_ino != before.st_ino and "channel" in shard.read_text()
+    (entity,) = await cold(project, 'scan.entity(connection="shop", table="orders")')
+    assert entity["columns"][-1]["name"] == "channel"
+
+
+async def test_report_on_disk_carries_every_timing(call: Callable[..., Awaitable[dict[str, Any]]],
+                                                   project: Path) -> None:
+    report = await call('scan.run(connection="shop")')
+    run = project / "raw-sources/shop/live-database" / report["syncId"]
+    saved = json.loads((run / "scan-report.json").read_text())
+    assert set(saved["timings"]) == {"catalog_ms", "samples_ms", "inference_ms", "write_ms", "total_ms"}
+    assert saved == report
+    assert saved["timings"]["total_ms"] >= saved["timings"]["write_ms"]
+    assert sorted(p.name for p in run.iterdir()) == ["connection.json", "scan-report.json", "tables.json"]
+
+
+async def test_a_run_in_the_old_layout_is_still_read(call: Callable[..., Awaitable[dict[str, Any]]],
+                                                     project: Path) -> None:
+    first = await call('scan.run(connection="shop")')
+    run = project / "raw-sources/shop/live-database" / first["syncId"]
+    listed = json.loads((run / "tables.json").read_text())["tables"]
+    (run / "tables").mkdir()
+    for table in listed:  # what scans wrote before ADR 0021: one file per table
+        (run / "tables" / f"{table['db']}-{table['name']}.json").write_text(json.dumps(table))
+    (run / "tables.json").unlink()
+    second = await call('scan.run(connection="shop")')
+    assert second["diffSummary"]["tables"]["unchanged"] == 6
+    diff = await call(f'scan.diff(connection="shop", from="{first["syncId"]}")')
+    assert diff["diffSummary"]["tables"]["unchanged"] == 6
+
+
+async def test_the_collector_is_back_after_a_scan(call: Callable[..., Awaitable[dict[str, Any]]],
+                                                  project: Path) -> None:
+    assert gc.isenabled()
+    await call('scan.run(connection="shop")')
+    assert gc.isenabled()
+    (project / "shop.sqlite").write_bytes(b"not a database" * 100)
+    assert "error" in await call('scan.run(connection="shop")')
+    assert gc.isenabled()
+    gc.disable()
+    try:  # someone else's pause stays theirs
+        assert "error" in await call('scan.run(connection="shop")')
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
