@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 SNIPPET_MAX = 200
 _WORD_RE = re.compile(r"[A-Za-z0-9]+")
@@ -18,6 +19,7 @@ too under until up very was we were what when where which while who whom whose w
 """.split())
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A conservative suffix strip: ``orders`` ~ ``order``, ``cities`` ~ ``city``, ``booking`` ~ ``book``."""
     w = word.lower()
