@@ -12,6 +12,8 @@ import pytest
 from hsql_project import LINE_ORDERS, ORDER_STATUS, REVENUE_BY_NATION, workload, write_log
 from ruamel.yaml import YAML
 
+from khive.runtime import Runtime
+
 pytestmark = pytest.mark.anyio
 Call = Callable[..., Awaitable[dict[str, Any]]]
 INGEST = 'historic_sql.ingest(connection="tpch")'
@@ -71,14 +73,18 @@ async def test_join_usage_lands_on_both_sides_with_unqualified_columns_resolved(
     assert ["c_mktsegment", "high"] in customer["columnsByClause"]["where"]  # unqualified in REVENUE_BY_NATION
 
 
-async def test_second_run_is_idempotent(scanned: Call, project: Path) -> None:
+async def test_second_run_is_idempotent(scanned: Call, project: Path, runtime: Runtime) -> None:
+    runtime.index.refresh()
     first = await scanned(INGEST)
+    after = runtime.index.refresh()
+    assert (after.full, after.reindexed) == (False, 3)  # the shard and the two new pattern pages, nothing else
     before = stamps(project)
     second = await scanned(INGEST)
     assert second["workUnits"] == 0 and second["digests"] == {}
     assert second["projection"]["shards"] == [] and second["projection"]["patterns"]["written"] == []
     assert staged(project, first["syncId"]) == staged(project, second["syncId"])
-    assert stamps(project) == before  # no file rewritten: the index has nothing to re-read
+    assert stamps(project) == before  # no file rewritten ...
+    assert not runtime.index.refresh().changed  # ... so the index has nothing to re-read
 
 
 async def test_a_table_that_disappears_goes_stale_and_comes_back(scanned: Call, project: Path) -> None:
