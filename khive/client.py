@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from khive.daemon import protocol
-from khive.daemon.connection import DaemonConnection, Lost, NotSent, Progress
+from khive.daemon.connection import DaemonConnection, Lost, NotSent, Progress, Sample
 from khive.daemon.paths import DaemonSettings, ensure_private_dir
 from khive.errors import DaemonError
 
@@ -62,6 +62,8 @@ class Call:
     presentation: str = "agent"
     request_id: str = ""
     user: str = ""
+    sampler: Any = None  # the caller's MCP sampler (khive.mcp_sampling.Sampler), when it has a session
+    on_sample: Sample | None = None  # how the (blocking) client reaches that sampler
 
 
 def forward_or_spawn(call: Call, *, project: Path, env: Mapping[str, str], settings: DaemonSettings,
@@ -100,10 +102,13 @@ def _forward(call: Call, project: Path, env: Mapping[str, str], settings: Daemon
             return Local(f"the daemon on {settings.socket} (pid {hello.get('pid')}) serves another configuration "
                          f"(project {hello.get('project')}, config_id {hello.get('config_id')}; this process: "
                          f"{config_id})")
+        sampling = bool(call.sampler.available) if call.sampler is not None else None
         frame = protocol.request(request_id=call.request_id, ops=call.text, presentation=call.presentation,
-                                 principal=call.principal, transport=call.transport, user=call.user)
+                                 principal=call.principal, transport=call.transport, user=call.user,
+                                 sampling=sampling)
         try:
-            return Forwarded(connection.request(frame, on_progress), pid=int(hello.get("pid", 0)), resent=resent)
+            envelope = connection.request(frame, on_progress, call.on_sample)
+            return Forwarded(envelope, pid=int(hello.get("pid", 0)), resent=resent)
         except NotSent as exc:
             return Local(exc.message)
         except Lost as exc:

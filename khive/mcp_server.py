@@ -100,10 +100,20 @@ def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: Daemo
     from khive.client import Call, Forwarded, forward_or_spawn
 
     async def dispatcher(text: str, ctx: Context) -> dict[str, Any]:
-        call = Call(text, parse(text), ctx.principal, ctx.transport, ctx.presentation, ctx.request_id, ctx.user)
+        sampler = (ctx.extra or {}).get(SAMPLE_KEY)
 
         def progress(done: float, total: float | None, message: str | None) -> None:
             anyio.from_thread.run(ctx.progress, done, total, message)
+
+        def sample(key: str, system: str, prompt: str, max_tokens: int) -> str | None:
+            async def ask() -> str | None:
+                text: str | None = await sampler(key, system=system, prompt=prompt, max_tokens=max_tokens)
+                return text
+
+            return anyio.from_thread.run(ask)
+
+        call = Call(text, parse(text), ctx.principal, ctx.transport, ctx.presentation, ctx.request_id, ctx.user,
+                    sampler=sampler, on_sample=sample if sampler is not None else None)
 
         outcome = await anyio.to_thread.run_sync(
             lambda: forward_or_spawn(call, project=project, env=env, settings=settings, on_progress=progress))

@@ -18,6 +18,8 @@ from khive.errors import DaemonError
 
 CONNECT_TIMEOUT = 2.0
 Progress = Callable[[float, float | None, "str | None"], None]
+# (key, system, prompt, max_tokens) -> the sampled text (None: it comes in the next MCP round)
+Sample = Callable[[str, str, str, int], "str | None"]
 
 
 class NotSent(DaemonError):
@@ -67,8 +69,10 @@ class DaemonConnection:
             raise NotSent(f"the daemon on {self.path} did not answer {message['type']}: {_why(exc)}") from None
         return _checked(answer)
 
-    def request(self, frame: dict[str, Any], on_progress: Progress | None = None) -> dict[str, Any]:
-        """Send a request frame and return the envelope; progress frames go to ``on_progress``."""
+    def request(self, frame: dict[str, Any], on_progress: Progress | None = None,
+                on_sample: Sample | None = None) -> dict[str, Any]:
+        """Send a request frame and return the envelope; progress frames go to ``on_progress``, sampling
+        requests to ``on_sample``, whose answer goes back to the daemon."""
         try:
             send_frame(self.sock, frame)
         except OSError as exc:  # the frame is incomplete on the other side, so nothing ran
@@ -84,10 +88,29 @@ class DaemonConnection:
                 if on_progress is not None:
                     on_progress(answer.get("done", 0), answer.get("total"), answer.get("message"))
                 continue
+            if answer["type"] == "sample":
+                self._sample(answer, on_sample)
+                continue
             if answer["type"] == "envelope" and isinstance(answer.get("envelope"), dict):
                 envelope: dict[str, Any] = answer["envelope"]
                 return envelope
             raise DaemonError(f"unexpected {answer['type']!r} frame in answer to a request", code="bad_frame")
+
+
+    def _sample(self, ask: dict[str, Any], on_sample: Sample | None) -> None:
+        reply: dict[str, Any] = {"type": "sampled", "seq": ask.get("seq")}
+        if on_sample is None:
+            reply["error"] = "the caller has no MCP session to sample with"
+        else:
+            try:
+                reply["text"] = on_sample(str(ask.get("key", "")), str(ask.get("system", "")),
+                                          str(ask.get("prompt", "")), int(ask.get("max_tokens", 2000)))
+            except Exception as exc:  # the client's failure is the handler's sampling error, not ours
+                reply["error"] = f"{type(exc).__name__}: {exc}"
+        try:
+            send_frame(self.sock, reply)
+        except OSError:
+            pass  # the daemon is gone; the read that follows reports it
 
 
 def _checked(answer: dict[str, Any]) -> dict[str, Any]:

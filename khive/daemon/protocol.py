@@ -4,7 +4,9 @@
     {"type": "hello", "protocol", "version",         {"type": "hello", "protocol", "version", "config_id",
      "config_id"}                                      "runtime_config_id", "pid", "project", "writes"}
     {"type": "request", "id", "ops", "presentation",  {"type": "progress", "done", "total", "message"} ...
-     "principal", "transport", "user"}                {"type": "envelope", "envelope"}
+     "principal", "transport", "user", "sampling"?}   {"type": "sample", "seq", "key", "system", "prompt",
+    {"type": "sampled", "seq", "text" | "error"}       "max_tokens"} (MCP sampling, answered by the caller)
+                                                     {"type": "envelope", "envelope"}
     {"type": "status"}                               {"type": "status", ...}
     {"type": "stop"}                                 {"type": "stopping", "pid"}
                                                      {"type": "error", "code", "message", "details"}
@@ -44,7 +46,7 @@ def identity_key(project: Path, env: Mapping[str, str]) -> str:
     config = (project / CONFIG_NAME).read_bytes()
     part("protocol", str(PROTOCOL))
     part("version", __version__)
-    part("python", sys.executable)
+    part("python", f"{sys.prefix} {sys.version}")  # the environment, however its interpreter was named
     part("project", str(project.resolve()))
     part("config", config)
     for name in IDENTITY_ENV:
@@ -75,9 +77,13 @@ def hello(config_id: str) -> dict[str, Any]:
 
 
 def request(*, request_id: str, ops: str, presentation: str, principal: str, transport: str,
-            user: str) -> dict[str, Any]:
-    return {"type": "request", "id": request_id, "ops": ops, "presentation": presentation,
-            "principal": principal, "transport": transport, "user": user}
+            user: str, sampling: bool | None = None) -> dict[str, Any]:
+    """``sampling``: None when the caller has no MCP session, else whether its client can sample."""
+    frame = {"type": "request", "id": request_id, "ops": ops, "presentation": presentation,
+             "principal": principal, "transport": transport, "user": user}
+    if sampling is not None:
+        frame["sampling"] = sampling
+    return frame
 
 
 def error(code: str, message: str, **details: Any) -> dict[str, Any]:
@@ -97,6 +103,8 @@ def request_problem(message: Mapping[str, Any], presentations: tuple[str, ...],
         return f"request field 'presentation' must be one of {', '.join(presentations)}"
     if message["transport"] not in transports:
         return f"request field 'transport' must be one of {', '.join(sorted(transports))}"
+    if "sampling" in message and not isinstance(message["sampling"], bool):
+        return "request field 'sampling' must be true or false when present"
     if ":" not in message["principal"]:
         return "request field 'principal' must look like kind:name (e.g. operator:alice, agent:claude)"
     return None

@@ -23,10 +23,12 @@ from khive import __version__
 from khive.context import CLI, MCP_HTTP, MCP_STDIO, PRESENTATIONS, Context
 from khive.daemon import protocol
 from khive.daemon.frames import ConnectionClosed, FrameTooLarge, encode, receive_frame
+from khive.daemon.sampling import RemoteSampler
 from khive.daemon.warm import WarmState
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.errors import DaemonError, DslSyntaxError
+from khive.mcp_sampling import SAMPLE_KEY
 from khive.project.locate import CONFIG_NAME
 
 if TYPE_CHECKING:
@@ -59,6 +61,7 @@ class DaemonServer:
     stopping: anyio.Event = field(default_factory=anyio.Event)
     stop_reason: str = ""
     uid: int = field(default_factory=os.getuid)
+    _hello: dict[str, Any] | None = field(default=None, repr=False)
 
     def stop(self, reason: str) -> None:
         if not self.stopping.is_set():
@@ -67,9 +70,11 @@ class DaemonServer:
             self.stopping.set()
 
     def hello(self) -> dict[str, Any]:
-        writes = sorted(name for name, verb in self.runtime.registry.verbs.items() if not verb.read_only)
-        return {**protocol.hello(self.config_id), "runtime_config_id": self.runtime.config_id,
-                "pid": os.getpid(), "project": str(self.runtime.project), "writes": writes}
+        if self._hello is None:  # the same for every connection: built once
+            writes = sorted(name for name, verb in self.runtime.registry.verbs.items() if not verb.read_only)
+            self._hello = {**protocol.hello(self.config_id), "runtime_config_id": self.runtime.config_id,
+                           "pid": os.getpid(), "project": str(self.runtime.project), "writes": writes}
+        return self._hello
 
     def status(self) -> dict[str, Any]:
         return {"type": "status", "pid": os.getpid(), "version": __version__, "project": str(self.runtime.project),
@@ -132,13 +137,14 @@ class DaemonServer:
                         "daemon_refused", "send hello with this daemon's config_id before a request",
                         config_id=self.config_id))
                     return
-                await self._request(stream, message)
+                await self._request(stream, frames, message)
             else:
                 await _send(stream, protocol.error("bad_frame", f"unknown frame type {kind!r}; expected hello, "
                                                    "request, status or stop"))
                 return
 
-    async def _request(self, stream: SocketStream, message: dict[str, Any]) -> None:
+    async def _request(self, stream: SocketStream, frames: BufferedByteReceiveStream, message: dict[str, Any]
+                       ) -> None:
         problem = protocol.request_problem(message, PRESENTATIONS, TRANSPORTS)
         if problem:
             await _send(stream, protocol.error("bad_frame", problem))
@@ -164,12 +170,18 @@ class DaemonServer:
         async def progress(done: float, total: float | None, note: str | None) -> None:
             await send({"type": "progress", "done": done, "total": total, "message": note})
 
+        sampler = RemoteSampler(message["sampling"], send) if "sampling" in message else None
         ctx = Context(self.runtime, message["principal"], message["transport"], presentation=message["presentation"],
-                      request_id=message["id"], progress=progress, user=message["user"])
+                      request_id=message["id"], progress=progress, user=message["user"],
+                      extra={SAMPLE_KEY: sampler} if sampler is not None else None)
         self.active += 1
         try:
             with anyio.CancelScope(shield=True):  # a started request finishes, even while the daemon stops
-                envelope = await dispatch(parsed, ctx)
+                async with anyio.create_task_group() as group:
+                    if sampler is not None:  # the only frames a caller sends mid-request: sampling answers
+                        group.start_soon(sampler.read_answers, frames)
+                    envelope = await dispatch(parsed, ctx)
+                    group.cancel_scope.cancel()
                 self.requests_served += 1
                 await send({"type": "envelope", "envelope": envelope})
         finally:

@@ -49,6 +49,21 @@ async def write(params: StepParams, ctx: Context) -> dict[str, Any]:
     return await _step("d.write", params, ctx)
 
 
+class SampleParams(Params):
+    prompt: str
+
+
+async def sample(params: SampleParams, ctx: Context) -> dict[str, Any]:
+    """Ask the caller's LLM through ``ctx.extra["sample"]``, as historic_sql's sampling provider does."""
+    sampler = (ctx.extra or {}).get("sample")
+    if sampler is None:
+        return {"sampler": False, "pid": os.getpid()}
+    if not sampler.available:  # as historic_sql does: fall back rather than ask a client that cannot sample
+        return {"sampler": True, "available": False, "pid": os.getpid()}
+    text = await sampler(f"k-{params.prompt}", system="answer briefly", prompt=params.prompt, max_tokens=50)
+    return {"sampler": True, "available": sampler.available, "text": text, "pid": os.getpid()}
+
+
 class DaemonTestPack:
     @hookimpl
     def khive_pack_info(self) -> PackInfo:
@@ -58,7 +73,8 @@ class DaemonTestPack:
     def khive_register_verbs(self) -> list[Verb]:
         return [Verb("d.read", StepParams, read, "Read-only step."),
                 Verb("d.write", StepParams, write, "A step that writes.", write_keys=lambda p: [f"d:{p.tag}"],
-                     read_only=False)]
+                     read_only=False),
+                Verb("d.sample", SampleParams, sample, "Sample the caller's LLM.")]
 
     @hookimpl
     def khive_warm(self, runtime: Runtime) -> list[WarmTask]:
