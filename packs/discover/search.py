@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -66,8 +67,20 @@ def to_ref(candidate: Candidate, fields: dict[str, str], terms: list[str], colum
     return ref
 
 
+_FLOORS: weakref.WeakKeyDictionary[Any, tuple[int, str, list[dict[str, Any]]]] = weakref.WeakKeyDictionary()
+
+
 def floor_pages(index: Any, user: str) -> list[dict[str, Any]]:
-    """``relevance: always`` pages: what an agent should see whatever it asked."""
+    """``relevance: always`` pages: what an agent should see whatever it asked (kept per index generation)."""
+    cached = _FLOORS.get(index)
+    if cached is not None and cached[:2] == (index.generation, user):
+        return cached[2]
+    floor = _floor_pages(index, user)
+    _FLOORS[index] = (index.generation, user, floor)
+    return floor
+
+
+def _floor_pages(index: Any, user: str) -> list[dict[str, Any]]:
     rows = [row for row in index.documents(kind="wiki") if "always" in (row["metadata"].get("relevance") or [])]
     shadowed = index.existing([f"wiki:@{user}/{row['metadata'].get('key')}" for row in rows])
     superseded = index.incoming([relations.wiki_id(str(r["metadata"].get("key"))) for r in rows], "supersedes")
