@@ -7,9 +7,10 @@ scan and sl index sources already index what this pack writes; it contributes no
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from khive import __version__
-from khive.hookspecs import PackInfo, hookimpl
+from khive.hookspecs import PackInfo, WarmTask, hookimpl
 from khive.verbs import Verb
 
 
@@ -23,3 +24,25 @@ def khive_register_verbs() -> Sequence[Verb]:
     from packs.historic_sql.verbs import VERBS
 
     return VERBS
+
+
+@hookimpl
+def khive_warm(runtime: Any) -> Sequence[WarmTask]:
+    """In a warm daemon, load sqlglot's dialects and the analyzer before the first ingest needs them."""
+    drivers = sorted({c.driver for c in runtime.config.connections.values() if c.historicSql})
+
+    async def load() -> None:
+        import anyio.to_thread
+
+        await anyio.to_thread.run_sync(_load_parser, drivers)
+
+    return [WarmTask("historic_sql.parser", load)]
+
+
+def _load_parser(drivers: Sequence[str]) -> None:
+    from packs.historic_sql.analyze import analyze_tree  # noqa: F401 -- importing is the work
+    from packs.historic_sql.history import DIALECTS
+    from packs.historic_sql.normalize import Normalizer
+
+    for driver in drivers:
+        Normalizer(DIALECTS[driver]).normalize("SELECT 1 FROM t WHERE a = 1")  # builds the dialect's tables

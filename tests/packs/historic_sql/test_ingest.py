@@ -187,3 +187,15 @@ async def test_status_and_queries_the_log_does_not_parse(scanned: Call, project:
     assert len([w for w in result["warnings"] if w.startswith("parse_failed:")]) == 1
     status = await scanned('historic_sql.status(connection="tpch")')
     assert status["pendingUnits"] == [] and status["history"] == [result["syncId"]]
+
+
+async def test_warm_task_and_probe_of_a_log_connection(runtime: Runtime, call: Call, project: Path) -> None:
+    (tasks,) = [t for impl in runtime.plugins.hook.khive_warm.get_hookimpls()
+                if impl.plugin_name == "historic_sql" for t in [impl.function(runtime=runtime)]]
+    assert [task.name for task in tasks] == ["historic_sql.parser"]
+    await tasks[0].run()
+    probe = await call('historic_sql.probe(connection="tpch")')
+    assert probe["status"] == "ok" and probe["findings"][0]["code"] == "query_log"
+    (project / "logs/queries.jsonl").unlink()
+    missing = await call('historic_sql.probe(connection="tpch")')
+    assert missing["status"] == "error" and missing["findings"][0]["code"] == "query_log_missing"
