@@ -10,7 +10,6 @@ from typing import Any
 
 from packs.discover.text import cap, matched_terms, snippet_around
 
-KINDS = ("wiki", "pattern", "sl_source", "sl_measure", "sl_dimension", "table", "column")
 RAW_KINDS = frozenset({"table", "column"})
 SL_KINDS = frozenset({"sl_source", "sl_measure", "sl_dimension"})
 PATTERN_PREFIX = "historic-sql/"

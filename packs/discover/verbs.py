@@ -10,11 +10,9 @@ from pydantic import Field
 from khive.context import Context
 from khive.verbs import NoParams, Params, Verb
 from packs.discover import doctor, lookup, render, search
-from packs.discover.refs import KINDS
 
 Kind = Literal["wiki", "pattern", "sl_source", "sl_measure", "sl_dimension", "table", "column"]
 Format = Literal["json", "text"]
-assert set(KINDS) == set(Kind.__args__)  # type: ignore[attr-defined]
 
 
 class SearchParams(Params):
