@@ -83,3 +83,11 @@ async def test_recaps_are_opt_in_and_recent_ones_rank_higher(call: Call, project
     assert ids == ["sessions/recap-new", "sessions/recap-month"]
     named = wiki_ids(await call('discover.search(query="pricing session recap old", include_recaps=true)'))
     assert "sessions/recap-old" in named
+
+
+async def test_the_callers_own_page_shadows_the_global_one(call: Call, project: Path) -> None:
+    write_page(project, "pricing", "summary: pricing for everyone", "list prices")
+    write_page(project, "pricing", "summary: my pricing notes", "list prices, my way", scope="ann")
+    write_page(project, "pricing", "summary: bob's pricing notes", "list prices, bob's way", scope="bob")
+    refs = [ref for ref in (await call('discover.search(query="list prices")'))["refs"] if ref["kind"] == "wiki"]
+    assert [(ref["id"], ref["docId"]) for ref in refs] == [("pricing", "wiki:@ann/pricing")]
