@@ -213,25 +213,36 @@ def _scalar(value: Any, key: bool = False) -> str:
 
 
 def _mapping(data: dict[str, Any], pad: str, lines: list[str]) -> None:
+    # Exact types first (str, bool, int are nearly every value): this loop runs ~300k times per 1,000 tables.
     for key, value in data.items():
-        name = _scalar(key, key=True)
-        if isinstance(value, dict):
+        name = _string(key, True) if type(key) is str else _scalar(key, key=True)
+        kind = type(value)
+        if kind is str:
+            line = f"{pad}{name}: {_string(value, False)}"
+        elif kind is bool:
+            line = f"{pad}{name}: {'true' if value else 'false'}"
+        elif kind is int:
+            line = f"{pad}{name}: {value}"
+        elif value is None:
+            lines.append(f"{pad}{name}:")
+            continue
+        elif isinstance(value, dict):
             if not value:
                 raise _Unsure
             lines.append(f"{pad}{name}:")
             _mapping(value, pad + "  ", lines)
+            continue
         elif isinstance(value, list | tuple):
             if not value:
                 raise _Unsure
             lines.append(f"{pad}{name}:")
             _sequence(value, pad, lines)
-        elif value is None:
-            lines.append(f"{pad}{name}:")
+            continue
         else:
             line = f"{pad}{name}: {_scalar(value)}"
-            if len(line) > _WIDTH:
-                raise _Unsure
-            lines.append(line)
+        if len(line) > _WIDTH:
+            raise _Unsure
+        lines.append(line)
 
 
 def _sequence(items: list[Any] | tuple[Any, ...], pad: str, lines: list[str]) -> None:
