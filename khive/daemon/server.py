@@ -13,6 +13,7 @@ import socket
 import struct
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -85,11 +86,18 @@ class DaemonServer:
                 "idle_timeout_s": self.settings.idle_seconds, "warm": self.warm.to_dict()}
 
     async def watch_idle(self) -> None:
-        step = min(5.0, max(0.05, self.settings.idle_seconds / 4))
+        """Stop when idle, when the project is gone, or when khive.yaml changed (clients would not match)."""
+        config = self.runtime.project / CONFIG_NAME
+        loaded = _read(config)
+        step = min(2.0, max(0.05, self.settings.idle_seconds / 4))
         while True:
             await anyio.sleep(step)
-            if not (self.runtime.project / CONFIG_NAME).is_file():  # deleted (a test's temp dir): nothing to serve
+            now = _read(config)
+            if now is None:  # deleted (a test's temp dir): nothing to serve
                 self.stop(f"the project's {CONFIG_NAME} is gone")
+                return
+            if now != loaded:  # the next client starts a daemon with the new configuration
+                self.stop(f"{CONFIG_NAME} changed")
                 return
             idle = time.monotonic() - self.last_activity
             if self.active == 0 and idle >= self.settings.idle_seconds:
@@ -189,6 +197,13 @@ class DaemonServer:
             self.last_activity = time.monotonic()
         if client_gone:
             log.warning("request %s finished after its client went away", message["id"])
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 async def _send(stream: SocketStream, frame: dict[str, Any]) -> None:

@@ -72,11 +72,18 @@ def test_config_id_mismatch_falls_back_to_local_dispatch(daemon: Daemon, project
     assert json.loads(done.stdout)["results"][0]["result"]["pid"] != daemon.pid()
     assert [e["verb"] for e in audit(other, daemon.env) if e["request_id"] == "other-1"] == ["d.read"]
 
+    assert daemon.status(other)["requests_served"] == served
+
+    stale = daemon.pid()
+    assert stale is not None
     config = project / "khive.yaml"  # the daemon's own project, edited: its answers would be stale
     config.write_text(config.read_text() + "\n# edited\n")
     edited = daemon.khive("--verbose", "request", 'd.read(tag="c")', cwd=project)
-    assert edited.returncode == 0 and "serves another configuration" in edited.stderr
-    assert daemon.status(other)["requests_served"] == served
+    assert edited.returncode == 0, edited.stderr
+    assert daemons.wait_gone(stale)  # the stale daemon leaves by itself...
+    assert "stopping: khive.yaml changed" in daemon.log()
+    fresh = daemon.khive("--verbose", "request", 'd.read(tag="d")', cwd=project)  # ...and the next one starts
+    assert "answered by the daemon" in fresh.stderr and daemon.pid() not in (None, stale)
 
 
 def test_strict_mode_turns_fallbacks_into_per_op_errors(daemon: Daemon, project: Path, tmp_path: Path) -> None:
@@ -110,10 +117,12 @@ def test_warm_all_does_not_block_the_first_request(daemon: Daemon, project: Path
     assert first.returncode == 0, first.stderr
     status = daemon.status(project)
     assert status["warm"]["state"] == "running"
-    assert status["warm"]["tasks"] == [{"pack": "d", "name": "gate", "state": "running", "resources": ["nothing"]}]
+    tasks = {(task["pack"], task["name"]): task for task in status["warm"]["tasks"]}
+    assert tasks[("d", "gate")] == {"pack": "d", "name": "gate", "state": "running", "resources": ["nothing"]}
     gate.unlink()
     wait_for(lambda: daemon.status(project)["warm"]["state"] == "done", "warm_all to finish")
-    assert daemon.status(project)["warm"]["tasks"][0]["state"] == "done"
+    done = {(task["pack"], task["name"]): task["state"] for task in daemon.status(project)["warm"]["tasks"]}
+    assert done == {("d", "gate"): "done", ("core", "index"): "done"}  # the core pack warms the shared index
 
 
 def test_kill_9_with_20_requests_in_flight(daemon: Daemon, project: Path, tmp_path: Path) -> None:
