@@ -117,10 +117,7 @@ class _TableInfo:
     pk: tuple[Column, ...]
     person_like: bool
     column_names: frozenset[str]  # lower case
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.table.db, self.table.name)
+    key: tuple[str, str]  # (db, name)
 
 
 @dataclass
@@ -145,7 +142,7 @@ def _table_info(table: Table) -> _TableInfo:
     pk = tuple(sorted((c for c in table.columns if c.primary_key), key=lambda c: c.ordinal))
     person_like = bool(single) and (single[-1] in PERSON_WORDS or squash(single) in PERSON_WORDS)
     return _TableInfo(table=table, words=single, squashed=squash(single), pk=pk, person_like=person_like,
-                      column_names=frozenset(c.name.lower() for c in table.columns))
+                      column_names=frozenset(c.name.lower() for c in table.columns), key=(table.db, table.name))
 
 
 def _value_key(value: object) -> str | None:
@@ -442,6 +439,8 @@ class _Inference:
 
     def composite_candidates(self, child: _TableInfo, declared: set[str]) -> list[_Candidate]:
         out: list[_Candidate] = []
+        if not self.composite_by_first:
+            return out
         by_name = {key_name(c.name).squashed: c for c in child.table.columns}
         parents = {p.key: p for name in by_name for p in self.composite_by_first.get(name, [])}
         for parent in (parents[key] for key in sorted(parents)):

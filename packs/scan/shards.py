@@ -166,6 +166,12 @@ def _resolver() -> Any:
     return _yaml().resolver
 
 
+@lru_cache(maxsize=1)
+def _resolved_firsts() -> frozenset[str]:
+    """First characters for which the resolver has implicit types; a plain scalar starting otherwise is a str."""
+    return frozenset(_resolver().versioned_resolver)
+
+
 @lru_cache(maxsize=65536, typed=True)
 def _ruamel_scalar(value: Any, key: bool) -> str:
     """How ruamel writes one scalar as a value (or a key) of a top-level mapping, if on one line."""
@@ -189,7 +195,7 @@ def _string(value: str, key: bool) -> str:
     single-quoted when only the implicit type is in the way ('123', 'true', '2024-01-31'), else ruamel's."""
     if (value and value.isascii() and value.isprintable() and value[0] not in _FIRST_NOT_PLAIN
             and value[-1] not in " :" and ": " not in value and " #" not in value and len(value) < 100):
-        if _resolver().resolve(ScalarNode, value, (True, False)) == _STR_TAG:
+        if value[0] not in _resolved_firsts() or _resolver().resolve(ScalarNode, value, (True, False)) == _STR_TAG:
             return value
         if not key and "'" not in value:
             return f"'{value}'"
