@@ -12,7 +12,7 @@ import io
 import math
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -302,8 +302,8 @@ def render(header: dict[str, Any], entries: dict[str, dict[str, Any]]) -> str:
 # .khive/scan/<connection>.shards.json: shard path -> {"text": sha256 of the text the fast path wrote,
 # "entries": sha256 of the scan entries it was rendered from, "syncId": the latest run those entries are
 # the scan part of}. A shard whose text still has that digest holds nothing but the scan's entries, so
-# a re-scan with the same entries leaves it alone, and readers can take the entries from the run's
-# tables.json instead of parsing YAML.
+# a re-scan with the same entries leaves it alone, and readers (shardread.py) can take the entries from
+# the run's tables.json instead of parsing YAML.
 
 _STATE_VERSION = 2
 
@@ -312,7 +312,7 @@ def _state_file(files: FileStore, connection: str) -> Path:
     return files.root / STATE_DIR / "scan" / f"{connection}.shards.json"
 
 
-def _read_state(files: FileStore, connection: str) -> dict[str, dict[str, str]]:
+def read_state(files: FileStore, connection: str) -> dict[str, dict[str, str]]:
     try:
         data = orjson.loads(_state_file(files, connection).read_bytes())
     except (FileNotFoundError, orjson.JSONDecodeError):
@@ -333,12 +333,12 @@ def _write_state(files: FileStore, connection: str, state: dict[str, dict[str, s
     os.replace(temp, target)
 
 
-def _digest(data: str | bytes) -> str:
+def text_digest(data: str | bytes) -> str:
     return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()
 
 
 def _entries_digest(header: dict[str, Any], entries: dict[str, dict[str, Any]]) -> str:
-    return _digest(HEADER.encode("utf-8") + orjson.dumps([header, entries]))
+    return text_digest(HEADER.encode("utf-8") + orjson.dumps([header, entries]))
 
 
 def group_entries(tables: Iterable[dict[str, Any]]) -> dict[tuple[str | None, str], dict[str, dict[str, Any]]]:
@@ -356,7 +356,7 @@ def write_shards(files: FileStore, connection: str, sync_id: str, tables: Iterab
     written = []
     existing = set(files.list(f"_schema/{connection}/", suffix=".yaml"))
     targets = {shard_path(connection, catalog, schema): (catalog, schema) for catalog, schema in grouped}
-    before = _read_state(files, connection)
+    before = read_state(files, connection)
     state: dict[str, dict[str, str]] = {}
     for path in sorted(existing | targets.keys()):
         catalog, schema = targets.get(path, (None, ""))
@@ -367,12 +367,12 @@ def write_shards(files: FileStore, connection: str, sync_id: str, tables: Iterab
         def update(text: str | None, entries: dict[str, dict[str, Any]] = entries,
                    header: dict[str, Any] = header, path: str = path, wanted: str = wanted) -> str:
             known = before.get(path, {})
-            if entries and (text is None or known.get("text") == _digest(text)):
+            if entries and (text is None or known.get("text") == text_digest(text)):
                 if text is not None and known.get("entries") == wanted:
                     fresh = text  # nobody touched it and the scan has nothing new to say
                 else:
                     fresh = render(header, entries)
-                state[path] = {"text": _digest(fresh), "entries": wanted, "syncId": sync_id}
+                state[path] = {"text": text_digest(fresh), "entries": wanted, "syncId": sync_id}
                 return fresh
             return dump(merge(load(text), header, entries, sync_id))
 
@@ -381,46 +381,3 @@ def write_shards(files: FileStore, connection: str, sync_id: str, tables: Iterab
             written.append(path)
     _write_state(files, connection, state)
     return written
-
-
-ShardCache = dict[str, tuple[tuple[int, int, int], dict[str, Any]]]  # path -> ((inode, mtime_ns, size), document)
-
-
-def read_shard_tables(files: FileStore, connection: str, sync_id: str,
-                      run_tables: Callable[[], dict[str, dict[str, Any]]], cache: ShardCache | None = None
-                      ) -> dict[str, dict[str, Any]]:
-    """``db.name`` -> merged entry (scan keys plus everything people and tools added).
-
-    A shard still holding exactly what the scan of ``sync_id`` wrote is rebuilt from that run's tables
-    (``run_tables()``, JSON) instead of parsed: parsing a large shard takes seconds (pure-Python YAML).
-    Any other shard is parsed; a warm process keeps parsed shards in ``cache`` until their stamp changes.
-    """
-    state = _read_state(files, connection)
-    grouped: dict[tuple[str | None, str], dict[str, dict[str, Any]]] | None = None
-    out: dict[str, dict[str, Any]] = {}
-    for path in files.list(f"_schema/{connection}/", suffix=".yaml"):
-        try:  # the inode changes on every atomic rewrite, even within one timestamp tick
-            info = (files.root / path).stat()
-            stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
-        except FileNotFoundError:
-            continue
-        hit = cache.get(path) if cache is not None else None
-        if hit is not None and hit[0] == stamp:
-            data = hit[1]
-        else:
-            raw = files.read_bytes(path) or b""
-            known = state.get(path, {})
-            if known.get("syncId") == sync_id and known.get("text") == _digest(raw):
-                if grouped is None:
-                    grouped = {shard_path(connection, c, s): (c, s, e) for (c, s), e in
-                               group_entries(run_tables().values()).items()}
-                catalog, schema, entries = grouped.get(path, (None, None, {}))
-                data = {"connection": connection, "catalog": catalog, "schema": schema, "tables": entries}
-            else:
-                data = YAML(typ="safe").load(raw.decode("utf-8")) or {}
-            if cache is not None:
-                cache[path] = (stamp, data)
-        for name, entry in (data.get("tables") or {}).items():
-            out[f"{data.get('schema')}.{name}"] = {**entry, "catalog": data.get("catalog"), "db": data.get("schema"),
-                                                   "name": name}
-    return out

@@ -13,7 +13,7 @@ from packs.scan.artifacts import latest_sync, read_report, read_run_tables, sync
 from packs.scan.diff import diff_runs
 from packs.scan.index import TABLE
 from packs.scan.runner import run_scan
-from packs.scan.shards import ShardCache, read_shard_tables
+from packs.scan.shardread import ShardCache, read_shard_tables
 from packs.scan.sqlverbs import SQL_VERBS
 
 

@@ -1,0 +1,112 @@
+"""Reading one ``_schema`` shard without paying a pure-Python YAML parse (seconds for 1,000 tables) each time.
+
+* A shard still holding exactly the text the scan of the latest run wrote (its digest is the one recorded
+  in ``.khive/scan/<connection>.shards.json``) is rebuilt from that run's ``tables.json``: the same entries
+  the shard was rendered from.
+* Any other shard (descriptions people added, historic_sql's ``usage``) is parsed once per edit: the parsed
+  document is kept in ``.khive/scan/parsed/`` under the text's digest, when JSON holds it exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+from ruamel.yaml import YAML
+
+from khive.project.config import STATE_DIR
+from khive.project.store import FileStore
+from packs.scan.shards import group_entries, read_state, shard_path, text_digest
+
+
+class ShardReader:
+    """Shards of one connection as of ``sync_id`` (the latest run, or None before any)."""
+
+    def __init__(self, files: FileStore, connection: str, sync_id: str | None,
+                 run_tables: Callable[[], dict[str, dict[str, Any]]]) -> None:
+        self.files = files
+        self.connection = connection
+        self.sync_id = sync_id
+        self._run_tables = run_tables
+        self._state = read_state(files, connection)
+        self._from_run: dict[str, tuple[str | None, str, dict[str, dict[str, Any]]]] | None = None
+
+    def document(self, path: str, raw: bytes) -> dict[str, Any]:
+        """The shard's document: ``{connection, catalog, schema, tables}`` as a YAML load would give it."""
+        digest = text_digest(raw)
+        known = self._state.get(path, {})
+        if self.sync_id is not None and known.get("syncId") == self.sync_id and known.get("text") == digest:
+            if self._from_run is None:
+                grouped = group_entries(self._run_tables().values())
+                self._from_run = {shard_path(self.connection, c, s): (c, s, e) for (c, s), e in grouped.items()}
+            catalog, schema, entries = self._from_run.get(path, (None, "", {}))
+            return {"connection": self.connection, "catalog": catalog, "schema": schema, "tables": entries}
+        return self._parsed(path, raw, digest)
+
+    def _parsed(self, path: str, raw: bytes, digest: str) -> dict[str, Any]:
+        kept = self._cache_file(path)
+        try:
+            cached = orjson.loads(kept.read_bytes())
+            if isinstance(cached, dict) and cached.get("digest") == digest and isinstance(cached.get("data"), dict):
+                data: dict[str, Any] = cached["data"]
+                return data
+        except (FileNotFoundError, orjson.JSONDecodeError):
+            pass
+        loaded = YAML(typ="safe").load(raw.decode("utf-8"))
+        data = loaded if isinstance(loaded, dict) else {}
+        _keep(kept, digest, data)
+        return data
+
+    def _cache_file(self, path: str) -> Path:
+        name = hashlib.sha256(path.encode("utf-8")).hexdigest()[:32]
+        return self.files.root / STATE_DIR / "scan" / "parsed" / f"{name}.json"
+
+
+def _keep(target: Path, digest: str, data: dict[str, Any]) -> None:
+    """Keep a parsed shard only when JSON gives back exactly what YAML gave (no dates, NaN, int keys...)."""
+    try:
+        blob = orjson.dumps({"digest": digest, "data": data})
+    except TypeError:
+        return
+    if orjson.loads(blob)["data"] != data:
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    temp.write_bytes(blob)
+    os.replace(temp, target)
+
+
+ShardCache = dict[str, tuple[tuple[int, int, int], dict[str, Any]]]  # path -> ((inode, mtime_ns, size), document)
+
+
+def read_shard_tables(files: FileStore, connection: str, sync_id: str,
+                      run_tables: Callable[[], dict[str, dict[str, Any]]], cache: ShardCache | None = None
+                      ) -> dict[str, dict[str, Any]]:
+    """``db.name`` -> merged entry (scan keys plus everything people and tools added).
+
+    A warm process also keeps each shard's document in ``cache`` until the file's stamp changes.
+    """
+    reader = ShardReader(files, connection, sync_id, run_tables)
+    out: dict[str, dict[str, Any]] = {}
+    for path in files.list(f"_schema/{connection}/", suffix=".yaml"):
+        try:  # the inode changes on every atomic rewrite, even within one timestamp tick
+            info = (files.root / path).stat()
+            stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
+        except FileNotFoundError:
+            continue
+        hit = cache.get(path) if cache is not None else None
+        if hit is not None and hit[0] == stamp:
+            data = hit[1]
+        else:
+            data = reader.document(path, files.read_bytes(path) or b"")
+            if cache is not None:
+                cache[path] = (stamp, data)
+        for name, entry in (data.get("tables") or {}).items():
+            out[f"{data.get('schema')}.{name}"] = {**entry, "catalog": data.get("catalog"), "db": data.get("schema"),
+                                                   "name": name}
+    return out
