@@ -24,9 +24,9 @@ def khive_register_verbs() -> Sequence[Verb]:
 
 @hookimpl
 def khive_index_sources(runtime: Any) -> Sequence[Any]:
-    from packs.scan.index import SOURCE
+    from packs.scan.index import source_for
 
-    return [SOURCE]
+    return [source_for(runtime.files, runtime.project)]
 
 
 @hookimpl

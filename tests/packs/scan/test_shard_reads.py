@@ -180,3 +180,16 @@ async def test_a_shard_json_cannot_hold_is_parsed_every_time(call: Callable[...,
     reader = shardread.ShardReader(FileStore(project), "shop", first["syncId"], dict)
     assert reader.document(SHARD, shard.read_bytes())["tables"]["orders"]["reviewed"] == datetime.date(2026, 11, 30)
     assert second["count"] == 6
+
+
+async def test_the_index_reads_untouched_shards_from_the_run(call: Callable[..., Awaitable[dict[str, Any]]],
+                                                            runtime: Any, project: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    parses = YamlParses(monkeypatch)
+    await call('scan.run(connection="shop")')
+    hits = runtime.index.search("customer segment", kinds=["column"], limit=5)
+    assert hits[0].id == "column:shop:main.customers.segment" and parses.count == 0
+    shard = project / SHARD
+    shard.write_text(shard.read_text().replace("  orders:\n", "  orders:\n    description: zanzibar checkouts\n"))
+    hits = runtime.index.search("zanzibar", kinds=["table"], limit=5)
+    assert hits[0].id == "table:shop:main.orders" and parses.count == 1
