@@ -196,9 +196,11 @@ def run(index: Any, files: Any, *, ident: str, depth: int, connection: str | Non
     for doc in docs:
         row = doc_rows.get(doc["docId"])
         if row is not None:
-            body = doc_fields.get(row["id"], {}).get("body", "")
+            text = doc_fields.get(row["id"], {})
+            excerpt = snippet_around(text["body"], terms) if row["kind"] == "wiki" and text.get("body") else \
+                cap(text.get("summary") or text.get("body") or "")
             evidence.append({"docId": row["id"], "path": row["path"], "contentHash": hashes.get(row["path"]),
-                             "excerpt": snippet_around(body, terms) if body else None})
+                             "excerpt": excerpt or None})
     core = {"entity": entity, "usage": usage(files, root), "depth": depth}
     present = ["evidenceExcerpts", "summaries"] + (["neighbours"] if groups else []) + \
         (["related"] if docs or any(e["distance"] > 1 for g in groups.values() for e in g) else [])
