@@ -16,7 +16,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import orjson
 
 from khive import __version__
@@ -27,6 +26,7 @@ from khive.errors import ConfigError, DslSyntaxError, KhiveError
 
 if TYPE_CHECKING:  # the forwarding path of `khive request` must not import the runtime (ADR 0019)
     from khive.client import Forwarded, Local
+    from khive.daemon.paths import DaemonSettings
     from khive.dsl.nodes import Request
     from khive.runtime import Runtime
 
@@ -170,7 +170,16 @@ def _scan(args: argparse.Namespace) -> int:
 
 
 def _request(args: argparse.Namespace) -> int:
+    from khive.daemon.paths import ensure_private_dir, settings_from_env
+    from khive.dsl.tables import cache_tables_in
+
     text = sys.stdin.read() if args.ops == "-" else args.ops
+    settings = settings_from_env(os.environ)
+    try:
+        ensure_private_dir(settings.home)
+        cache_tables_in(settings.home)  # the grammar's tables: most of a short process's start-up
+    except OSError:
+        pass  # an unwritable home only costs the cache (and the daemon says why when it is needed)
     try:
         request = parse(text)  # a syntax error never reaches the daemon
     except DslSyntaxError as exc:
@@ -178,7 +187,7 @@ def _request(args: argparse.Namespace) -> int:
         print(f"khive: {exc}", file=sys.stderr)
         return EXIT_USAGE
     project = locate_project(args.project, os.environ, Path.cwd())
-    outcome = _forward(args, text, request, project)
+    outcome = _forward(args, text, request, project, settings)
     if isinstance(outcome, dict):
         envelope = outcome
     else:
@@ -189,9 +198,9 @@ def _request(args: argparse.Namespace) -> int:
     return EXIT_OK if envelope["status"] == "success" else EXIT_FAILED
 
 
-def _forward(args: argparse.Namespace, text: str, request: Request, project: Path) -> dict[str, Any] | Local:
+def _forward(args: argparse.Namespace, text: str, request: Request, project: Path,
+             settings: DaemonSettings) -> dict[str, Any] | Local:
     from khive.client import Call, Local, forward_or_spawn
-    from khive.daemon.paths import settings_from_env
 
     progress_bar: Any = None
 
@@ -206,8 +215,8 @@ def _forward(args: argparse.Namespace, text: str, request: Request, project: Pat
     call = Call(text, request, operator_principal(), CLI, args.presentation, args.request_id,
                 operator_principal().split(":", 1)[1])
     try:
-        outcome: Forwarded | Local = forward_or_spawn(call, project=project, env=os.environ,
-                                                      settings=settings_from_env(os.environ), on_progress=progress)
+        outcome: Forwarded | Local = forward_or_spawn(call, project=project, env=os.environ, settings=settings,
+                                                      on_progress=progress)
     finally:
         if progress_bar is not None:
             progress_bar.__exit__(None, None, None)
@@ -220,6 +229,7 @@ def _forward(args: argparse.Namespace, text: str, request: Request, project: Pat
 
 
 def _dispatch_locally(args: argparse.Namespace, text: str, project: Path) -> dict[str, Any]:
+    import anyio  # not at module level: the forwarding path never needs an event loop
     from khive.cli_progress import RichProgressSink
     from khive.context import Context
     from khive.dispatch import dispatch
@@ -240,6 +250,8 @@ def _dispatch_locally(args: argparse.Namespace, text: str, project: Path) -> dic
 
 
 def _verbs(args: argparse.Namespace) -> int:
+    import anyio
+
     runtime = _runtime(args)
     try:
         for entry in runtime.registry.catalogue():
@@ -253,6 +265,7 @@ def _verbs(args: argparse.Namespace) -> int:
 
 
 def _mcp(args: argparse.Namespace) -> int:
+    import anyio
     from khive.mcp_server import run_stdio
 
     runtime = _runtime(args)
@@ -289,6 +302,7 @@ def _is_loopback(host: str) -> bool:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    import anyio
     import uvicorn
 
     from khive.mcp_server import http_app
@@ -323,6 +337,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
+    import anyio
     from khive.audit.store import AuditQuery
 
     runtime = _runtime(args)

@@ -14,10 +14,9 @@ the verbs that write).
 from __future__ import annotations
 
 import fcntl
-import subprocess
+import os
 import sys
 import time
-import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -156,6 +155,7 @@ def connect_or_spawn(settings: DaemonSettings, project: Path, env: Mapping[str, 
 
 def spawn_daemon(settings: DaemonSettings, project: Path, env: Mapping[str, str]) -> None:
     """Start ``khive daemon run`` detached: own session, reparented away from this process, logging to a file."""
+    import subprocess  # only on the spawn path: the warm path stays lean
     log_file = settings.log_file
     if log_file.exists() and log_file.stat().st_size > _LOG_ROTATE_BYTES:
         log_file.replace(log_file.with_name(log_file.name + ".1"))
@@ -195,5 +195,5 @@ def failed_envelope(call: Call, code: str, message: str, **details: Any) -> dict
 
 
 def _with_id(call: Call) -> Call:
-    return replace(call, request_id=uuid.uuid4().hex)
+    return replace(call, request_id=os.urandom(16).hex())  # the shape of uuid4().hex, without the import
 

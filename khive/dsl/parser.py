@@ -18,9 +18,8 @@ from typing import Any
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from khive.dsl import jsonform
+from khive.dsl import jsonform, tables
 from khive.dsl.errors import excerpt_at, syntax_error
-from khive.dsl.grammar import grammar_text
 from khive.dsl.nodes import Mode, Op, Ref, Request
 from khive.errors import DslSyntaxError
 
@@ -217,8 +216,7 @@ def _decode_string(token: Token, fail: Any) -> str:
 @cache
 def _parser() -> tuple[Lark, threading.local]:
     current = threading.local()
-    parser = Lark(grammar_text(), parser="lalr", lexer="contextual", transformer=_Build(current))
-    return parser, current
+    return tables.build(_Build(current)), current
 
 
 CACHE_MAX_CHARS = 16 * 1024

@@ -169,7 +169,7 @@ import sys
 from khive.cli import main
 code = main(sys.argv[1:])
 heavy = sorted(name for name in ("pydantic", "numpy", "sqlglot", "duckdb", "khive.runtime", "khive.dispatch",
-                                 "khive.plugins", "rich") if name in sys.modules)
+                                 "khive.plugins", "rich", "anyio", "mcp") if name in sys.modules)
 print("HEAVY", heavy, file=sys.stderr)
 raise SystemExit(code)
 """
