@@ -20,7 +20,9 @@ diffed, shards merged), as in daily use; ``runs_s`` lists all of them.
    scan (every shard rendered), the others are re-scans of the unchanged schema (previous run read and diffed,
    shards left alone). ``ratio_vs_pg_dump``: median of the per-round ratios (goal <= 2); ``first_scan_ratio``
    and ``rescan_ratio`` split it; ``ratios`` lists them all. ``timings_ms``: per-phase medians from the scan
-   reports (catalog_ms, samples_ms, inference_ms, write_ms, total_ms). Then a second connection on the same
+   reports (catalog_ms, samples_ms, inference_ms, write_ms, total_ms). ``cold_process_rescan_s``: two more
+   re-scans, each in a fresh Python process (cold caches, as a CLI call), timed inside it, each after its own
+   pg_dump (``cold_process_rescan_ratios``). Then a second connection on the same
    database with sampling enabled: ``sampled_scan_s`` and its ``samples_ms`` (the sample collection cost).
 2. DuckDB and SQLite files of the same shape: ``scan_s`` median of the rounds with sampling disabled (goal
    <= 3 s each; ``first_scan_s`` the first of them) and the sampling-enabled scan.
@@ -30,6 +32,7 @@ The cluster and the temp directories are removed at the end, also on failure.
 
 from __future__ import annotations
 
+import os
 import random
 import statistics
 import subprocess
@@ -310,6 +313,25 @@ def timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - started
 
 
+def cold_rescan(project: Path, connection: str, env: dict[str, str]) -> float:
+    """One scan.run in a fresh process (cold caches and lazy imports, as a CLI call pays), timed inside it."""
+    done = subprocess.run([sys.executable, __file__, "--cold-scan", str(project), connection],
+                          env={**os.environ, **env}, capture_output=True, text=True, check=True)
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def cold_scan_main(project: Path, connection: str) -> None:
+    runtime = open_runtime(project, {"BENCH_PG_URL": os.environ["BENCH_PG_URL"], "KHIVE_PACKS": ENV_PACKS})
+
+    async def one() -> float:
+        try:
+            return (await scan(runtime, connection))[0]
+        finally:
+            await runtime.aclose()
+
+    print(anyio.run(one))
+
+
 def main() -> None:
     quick = "--quick" in sys.argv
     n_tables, rounds, sampled_rounds = (120, 3, 1) if quick else (1000, ROUNDS, 1)
@@ -345,6 +367,9 @@ def main() -> None:
         async def measure() -> dict[str, Any]:
             try:
                 figures = {"pg": await scan_figures(runtime, "pg", rounds, pg_dump)}
+                colds = [(pg_dump(), cold_rescan(project, "pg", {"BENCH_PG_URL": pg_dsn})) for _ in range(2)]
+                figures["pg"].update({"cold_process_rescan_s": [round(c, 3) for _, c in colds],
+                                      "cold_process_rescan_ratios": [round(c / d, 2) for d, c in colds]})
                 for name, n in (("pg_sampled", sampled_rounds), ("duck", rounds), ("duck_sampled", sampled_rounds),
                                 ("lite", rounds), ("lite_sampled", sampled_rounds)):
                     figures[name] = await scan_figures(runtime, name, n)
@@ -365,4 +390,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--cold-scan"]:
+        cold_scan_main(Path(sys.argv[2]), sys.argv[3])
+    else:
+        main()
