@@ -54,6 +54,7 @@ connections:
       queryLog: data/query-log.jsonl
       windowDays: 90
       minExecutions: 3
+      concurrency: 1    # a 3,000-line log: one process beats starting a parse pool on 2 cores
       filters:
         serviceAccounts:
           - {{pattern: "^svc_", mode: mark-only}}
