@@ -29,6 +29,8 @@ BONUS_CAP = 3.0
 COLUMN_LIFT = (1.0, 0.5, 0.25)  # the best three matching columns of a table, in order
 BRIDGE = 0.999  # a bridge lands just below the weaker table it joins
 JOINABLE = 0.3
+JOINABLE_TOP = 2
+BRIDGE_TOP = 4
 NAMED = 0.5
 COHERENT = 1.0
 TIER_PRIOR = {"high": 0.15, "mid": 0.07, "low": 0.0, "unused": -0.1}
@@ -119,10 +121,11 @@ def lift_tables_by_columns(index: Any, found: dict[str, Candidate]) -> None:
 
 
 def lift_bridges(index: Any, found: dict[str, Candidate], *, kind: str, relations: Sequence[str],
-                 top: int = 4) -> None:
+                 top: int | None = None) -> None:
     """A document joining two of the ``top`` best of ``kind`` that are not joined directly is their bridge:
     it is needed exactly when both are, so it is lifted to just below the weaker of the two."""
-    best = sorted((c for c in found.values() if c.index_kind == kind), key=lambda c: (-c.fused, c.doc_id))[:top]
+    best = sorted((c for c in found.values() if c.index_kind == kind),
+                  key=lambda c: (-c.fused, c.doc_id))[:top or BRIDGE_TOP]
     if len(best) < 2:
         return
     ids = [c.doc_id for c in best]
@@ -159,9 +162,10 @@ def lift_bridges(index: Any, found: dict[str, Candidate], *, kind: str, relation
 
 
 def lift_joinable(index: Any, found: dict[str, Candidate], *, kind: str, relations: Sequence[str],
-                  top: int = 2) -> None:
+                  top: int | None = None) -> None:
     """A matching document one join away from one of the ``top`` best is likelier part of the same answer."""
-    best = sorted((c for c in found.values() if c.index_kind == kind), key=lambda c: (-c.fused, c.doc_id))[:top]
+    best = sorted((c for c in found.values() if c.index_kind == kind),
+                  key=lambda c: (-c.fused, c.doc_id))[:top or JOINABLE_TOP]
     adjacent: dict[str, set[str]] = {}
     for direction in ("out", "in"):
         for owner, edges in index.edge_map([c.doc_id for c in best], direction=direction,
