@@ -13,7 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import daemons
+
+from khive.audit.store import AuditQuery
+from khive.bootstrap import open_runtime
 
 KHIVE = str(Path(sys.executable).parent / "khive")
 HERE = Path(__file__).resolve().parent
@@ -78,3 +82,15 @@ def wait_for(condition: Any, what: str, timeout: float = 60.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.02)
+
+
+def audit(project: Path, env: dict[str, str]) -> list[dict[str, Any]]:
+    """The project's audit trail, read through a fresh runtime as another process would."""
+    async def read() -> list[dict[str, Any]]:
+        runtime = open_runtime(project, env)
+        try:
+            return [event.to_dict() for event in await runtime.audit.query(AuditQuery(limit=1000))]
+        finally:
+            await runtime.aclose()
+
+    return anyio.run(read)

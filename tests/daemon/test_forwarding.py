@@ -13,24 +13,11 @@ from pathlib import Path
 import anyio
 import daemons
 import pytest
-from daemon_helpers import KHIVE, Daemon, wait_for
+from daemon_helpers import KHIVE, Daemon, audit, wait_for
 
-from khive.audit.store import AuditQuery
-from khive.bootstrap import open_runtime
 from khive.project.layout import init_project
 
 pytestmark = pytest.mark.slow
-
-
-def audit(project: Path, env: dict[str, str]) -> list[dict[str, object]]:
-    async def read() -> list[dict[str, object]]:
-        runtime = open_runtime(project, env)
-        try:
-            return [event.to_dict() for event in await runtime.audit.query(AuditQuery(limit=1000))]
-        finally:
-            await runtime.aclose()
-
-    return anyio.run(read)
 
 
 def test_forwarded_request_is_audited_with_the_callers_transport_and_principal(daemon: Daemon,
