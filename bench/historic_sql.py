@@ -15,9 +15,9 @@ TPC-H tables are referenced as ``tpch.<table>``, TPC-DS tables unqualified and r
 search path ``["tpcds"]`` (``customer`` exists in both schemas, so that path is exercised).
 
 Project. A temporary khive project whose connection ``tpc`` (postgres dialect, never connected to) has
-``historicSql: {enabled, queryLog: query-log.jsonl, searchPath: [tpcds]}``, and scan shards
-``_schema/tpc/tpc.tpch.yaml`` and ``tpc.tpcds.yaml`` holding every column the queries name (output
-aliases excluded), assigned to tables by TPC's column prefixes.
+``historicSql: {enabled, queryLog: query-log.jsonl, searchPath: [tpcds]}``, and what a scan leaves: the
+shards ``_schema/tpc/tpc.tpch.yaml`` and ``tpc.tpcds.yaml`` and one run's table artifacts, holding every
+column the queries name (output aliases excluded), assigned to tables by TPC's column prefixes.
 
 Timed, in the same process and run, interleaved (bare, first, bare, second) because the machine is shared:
 
@@ -182,6 +182,13 @@ def write_shards(project: Path, catalog: dict[str, dict[str, list[str]]]) -> Non
             lines += [f"  {table}:", "    kind: table", "    columns:"]
             lines += [f"    - name: {c}\n      type: other" for c in columns]
         (folder / f"tpc.{schema}.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # a scan also leaves its run's machine-written table artifacts, which is what ingest resolves against
+    run = project / "raw-sources" / CONNECTION / "live-database" / "20260401T000000000000Z" / "tables"
+    run.mkdir(parents=True)
+    for schema, tables in catalog.items():
+        for table, columns in tables.items():
+            artifact = {"catalog": "tpc", "db": schema, "name": table, "columns": [{"name": c} for c in columns]}
+            (run / f"tpc.{schema}.{table}.json").write_bytes(orjson.dumps(artifact))
 
 
 def write_log(path: Path, bases: list[Base], count: int, rng: random.Random) -> tuple[int, list[str]]:
