@@ -87,9 +87,9 @@ def count_statements(driver: PostgresDriver) -> list[str]:
     seen: list[str] = []
     original = driver._fetch_many
 
-    def wrapper(queries: list[tuple[str, Any]]) -> Any:
+    def wrapper(queries: list[tuple[str, Any]], **kwargs: Any) -> Any:
         seen.extend(sql for sql, _params in queries)
-        return original(queries)
+        return original(queries, **kwargs)
 
     driver._fetch_many = wrapper  # type: ignore[method-assign]
     return seen
