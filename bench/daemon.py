@@ -47,6 +47,7 @@ KHIVE = str(Path(sys.executable).parent / "khive")
 PACKS = os.environ.get("KHIVE_PACKS", "core,wiki,scan,sl,discover")
 WORDS = ("customer", "order", "invoice", "payment", "refund", "shipment", "product", "supplier", "account",
          "ledger", "campaign", "session", "event", "subscription", "plan", "region", "store", "employee")
+WARM_ID = "bench-warm-"
 GOALS = {"socket_p50_ms": 1.0, "end_to_end_speedup": 5.0}
 
 
@@ -121,14 +122,15 @@ def wait_warm(socket: Path) -> dict[str, Any]:
 
 
 def verb_ms(project: Path, env: dict[str, str], verb: str) -> float:
-    """Median handler time of ``verb`` in the daemon, from the audit trail (what the socket adds is the rest)."""
+    """Median handler time of ``verb`` in the timed warm requests, from the audit trail."""
     from khive.audit.store import AuditQuery
 
     runtime = open_runtime(project, env)
 
     async def read() -> list[int]:
         try:
-            return [event.duration_us for event in await runtime.audit.query(AuditQuery(verb=verb, limit=50))]
+            events = await runtime.audit.query(AuditQuery(verb=verb, limit=200))
+            return [event.duration_us for event in events if event.request_id.startswith(WARM_ID)]
         finally:
             await runtime.aclose()
 
@@ -188,26 +190,58 @@ def round_trips(project: Path, env: dict[str, str], rounds: int, per_round: int)
             "requests_each": len(local)}
 
 
+def timed_ping(project: Path, env: dict[str, str]) -> float:
+    """``khive request 'ping()'`` through the warm daemon: the fixed cost of a forwarded request."""
+    started = time.perf_counter()
+    done = subprocess.run([KHIVE, "request", "ping()"], cwd=project, env={**env, "KHIVE_DAEMON_STRICT": "1"},
+                          capture_output=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"khive request ping() failed: {done.stderr.decode()[-2000:]}")
+    return time.perf_counter() - started
+
+
+def in_process_verb_ms(project: Path, env: dict[str, str], ops: str, rounds: int) -> float:
+    """The same verb dispatched in this process once its index is open and fresh: what the daemon's should be."""
+    runtime = open_runtime(project, env)
+
+    async def run() -> list[float]:
+        ctx = Context(runtime, "operator:bench", CLI)
+        times = []
+        try:
+            for _ in range(rounds + 1):
+                started = time.perf_counter()
+                await dispatch(parse(ops), ctx)
+                times.append(time.perf_counter() - started)
+        finally:
+            await runtime.aclose()
+        return times[1:]
+
+    return round(statistics.median(anyio.run(run)) * 1000, 1)
+
+
 def end_to_end(project: Path, env: dict[str, str], ops: str, rounds: int) -> dict[str, Any]:
     warm: list[float] = []
     cold: list[float] = []
 
-    def timed(extra: dict[str, str]) -> float:
+    def timed(extra: dict[str, str], request_id: str = "") -> float:
         started = time.perf_counter()
-        done = subprocess.run([KHIVE, "request", ops], cwd=project, env={**env, **extra}, capture_output=True,
-                              check=False)
+        done = subprocess.run([KHIVE, "request", ops, "--request-id", request_id], cwd=project, env={**env, **extra},
+                              capture_output=True, check=False)
         elapsed = time.perf_counter() - started
         if done.returncode != 0:
             raise RuntimeError(f"khive request failed: {done.stderr.decode()[-2000:]}")
         return elapsed
 
-    timed({"KHIVE_DAEMON_STRICT": "1"})  # warm the daemon's index and caches; strict: fail, never fall back
-    for _ in range(rounds):
-        warm.append(timed({"KHIVE_DAEMON_STRICT": "1"}))
+    first = timed({"KHIVE_DAEMON_STRICT": "1"})  # the daemon's first search; strict: fail, never fall back
+    floor: list[float] = []
+    for number in range(rounds):
+        warm.append(timed({"KHIVE_DAEMON_STRICT": "1"}, f"{WARM_ID}{number}"))
         cold.append(timed({"KHIVE_NO_DAEMON": "1"}))
+        floor.append(timed_ping(project, env))
     warm_s, cold_s = statistics.median(warm), statistics.median(cold)
     return {"ops": ops, "warm_daemon_s": round(warm_s, 3), "no_daemon_s": round(cold_s, 3),
-            "speedup": round(cold_s / warm_s, 2), "rounds": rounds,
+            "speedup": round(cold_s / warm_s, 2), "rounds": rounds, "first_cold_s": round(first, 3),
+            "warm_ping_s": round(statistics.median(floor), 3),
             "warm_runs_s": [round(v, 3) for v in warm], "no_daemon_runs_s": [round(v, 3) for v in cold]}
 
 
@@ -241,6 +275,7 @@ def main() -> None:
         trips = round_trips(project, env, rounds, per_round)
         e2e = end_to_end(project, env, ops, e2e_rounds)
         e2e["verb_in_daemon_ms"] = verb_ms(project, env, ops.split("(", 1)[0])
+        e2e["verb_in_process_warm_ms"] = in_process_verb_ms(project, env, ops, e2e_rounds)
         e2e["warm_tasks"] = {f"{t['pack']}.{t['name']}": t.get("seconds") for t in status["warm"]["tasks"]}
     result = {
         "bench": "daemon", "tables": tables, "packs": PACKS, "setup_s": round(setup_s, 1),

@@ -114,7 +114,8 @@ def _status(args: argparse.Namespace) -> int:
     print(f"pid              {status['pid']}\nuptime           {status['uptime_s']:.0f} s\n"
           f"project          {status['project']}\nconfig_id        {status['config_id']} "
           f"(runtime {status['runtime_config_id']})\nrequests served  {status['requests_served']} "
-          f"({status['active']} in flight)\nidle             {status['idle_s']:.0f} s of {status['idle_timeout_s']:g} s\n"
+          f"({status['active']} in flight)\n"
+          f"idle             {status['idle_s']:.0f} s of {status['idle_timeout_s']:g} s\n"
           f"warm             {warm['state']}: {tasks}\nsocket           {status['socket']}")
     return EXIT_OK
 

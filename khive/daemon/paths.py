@@ -74,7 +74,8 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
         raise ConfigError(f"{name}={raw!r} is not a number of seconds",
                           details={"variable": name, "fix": f"export {name}={default:g}"}) from None
     if value <= 0:
-        raise ConfigError(f"{name} must be positive, got {raw}", details={"variable": name, "fix": f"export {name}={default:g}"})
+        raise ConfigError(f"{name} must be positive, got {raw}",
+                          details={"variable": name, "fix": f"export {name}={default:g}"})
     return value
 
 

@@ -39,7 +39,8 @@ def test_syntax_error_never_reaches_the_daemon(daemon: Daemon, project: Path) ->
 
 def test_no_daemon_and_save_to_dispatch_locally_even_in_strict_mode(daemon: Daemon, project: Path) -> None:
     strict = {"KHIVE_DAEMON_STRICT": "1"}
-    off = daemon.khive("--verbose", "request", 'd.read(tag="here")', cwd=project, env={**strict, "KHIVE_NO_DAEMON": "1"})
+    off = daemon.khive("--verbose", "request", 'd.read(tag="here")', cwd=project,
+                       env={**strict, "KHIVE_NO_DAEMON": "1"})
     assert off.returncode == 0 and "dispatching locally: KHIVE_NO_DAEMON=1" in off.stderr
     assert json.loads(off.stdout)["results"][0]["result"]["pid"] != daemon.pid()
     save = daemon.khive("--verbose", "request", 'd.read(tag="s", save_to="out.json")', cwd=project, env=strict)

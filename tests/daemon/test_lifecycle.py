@@ -11,7 +11,7 @@ from pathlib import Path
 
 import daemons
 import pytest
-from daemon_helpers import Daemon, wait_for
+from daemon_helpers import Daemon
 
 pytestmark = pytest.mark.slow
 

@@ -39,8 +39,8 @@ def wait_listening(process: subprocess.Popen[bytes], port: int, log: Path) -> No
 async def test_khive_serve_forwards_with_the_http_principal(daemon: Daemon, project: Path, tmp_path: Path) -> None:
     port, log_path = free_port(), tmp_path / "serve.log"
     with log_path.open("wb") as log:
-        serve = subprocess.Popen([KHIVE, "--project", str(project), "serve", "--http", "--no-auth", "--port", str(port)],
-                                 env=daemon.env, cwd=project, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        command = [KHIVE, "--project", str(project), "serve", "--http", "--no-auth", "--port", str(port)]
+        serve = subprocess.Popen(command, env=daemon.env, cwd=project, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
     try:
         wait_listening(serve, port, log_path)
         with anyio.fail_after(120):
