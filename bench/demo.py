@@ -68,7 +68,7 @@ def main() -> None:
             finally:
                 subprocess.run([KHIVE, "daemon", "stop"], env=env, capture_output=True, timeout=60, check=False)
             quiet = Console(file=io.StringIO(), width=120)
-            report = anyio.run(lambda: run_demo(Path(scratch) / "inproc", env, console=quiet))
+            report = anyio.run(lambda env=env, quiet=quiet: run_demo(Path(scratch) / "inproc", env, console=quiet))
             phases.append(report.seconds())
     names = list(phases[0])
     print(json.dumps({

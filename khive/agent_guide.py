@@ -35,7 +35,10 @@ runs concurrently (up to 100 ops); one failure never aborts the others. Batch in
 the tool several times in a row.
 
 ## Chain dependent steps
-`discover.search(query="support tickets", kinds=["table"], limit=1) | scan.entity(connection="shop", table=$prev.refs[0].id)`
+```text
+discover.search(query="support tickets", kinds=["table"], limit=1)
+  | scan.entity(connection="shop", table=$prev.refs[0].id)
+```
 runs in order; `$prev` is the previous op's result (`$prev.refs[0].id`, `$prev.rows[2]`). After a
 failure the rest of the chain is aborted, and says so.
 

@@ -59,7 +59,8 @@ def merged_config(path: Path, name: str, entry: dict[str, Any]) -> tuple[dict[st
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}, column {exc.colno}); fix or "
                                   "remove the file, then rerun khive setup-agents (nothing was written)",
-                                  details={"file": str(path), "line": exc.lineno, "fix": "fix the JSON syntax"}) from None
+                                  details={"file": str(path), "line": exc.lineno, "fix": "fix the JSON syntax"}
+                                  ) from None
             if not isinstance(loaded, dict):
                 raise ConfigError(f"{path}:1: expected a JSON object with mcpServers, found {type(loaded).__name__}",
                                   details={"file": str(path), "line": 1, "fix": 'start from {"mcpServers": {}}'})

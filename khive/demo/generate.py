@@ -52,7 +52,7 @@ def zipf_weights(rng: np.random.Generator, n: int, exponent: float = 1.1, offset
     """Popularity weights that sum to 1: rank r gets 1/(r + offset)^exponent, ranks shuffled over the ids."""
     weights = 1.0 / (np.arange(1, n + 1) + offset) ** exponent
     rng.shuffle(weights)
-    return weights / weights.sum()
+    return np.asarray(weights / weights.sum())
 
 
 def day_weights() -> np.ndarray:
@@ -67,7 +67,7 @@ def day_weights() -> np.ndarray:
     day_of_month = (days.astype("datetime64[D]") - days.astype("datetime64[M]")).astype(int) + 1
     black_friday = np.where((month == 11) & (day_of_month >= 24), 2.5, 1.0)
     weights = trend * season * week * black_friday
-    return weights / weights.sum()
+    return np.asarray(weights / weights.sum())
 
 
 HOURS = np.array([1, 0.5, 0.3, 0.2, 0.2, 0.4, 1, 2, 3, 4, 4.5, 5, 5.5, 5, 4.5, 4.5, 5, 5.5, 6.5, 7.5, 8, 7, 5, 2.5])
@@ -91,6 +91,13 @@ def with_nulls(rng: np.random.Generator, values: np.ndarray, share: float) -> np
     return out
 
 
+def keep(present: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values`` as an object array, NULL (None) where ``present`` is false."""
+    out = np.array(values, dtype=object)
+    out[~present] = None
+    return out
+
+
 def money(values: np.ndarray) -> np.ndarray:
     return np.round(values.astype(float), 2)
 
@@ -110,12 +117,15 @@ def dates(values: np.ndarray) -> np.ndarray:
 
 
 def catalog(rng: np.random.Generator, scale: float, frames: dict[str, Frame]) -> None:
-    names, departments, parents = [], [], []
+    names: list[str] = []
+    departments: list[str] = []
+    parents: list[int | None] = []
     for department, subs in DEPARTMENTS.items():
         parent = len(names) + 1
-        names.append(department), departments.append(department), parents.append(None)
-        for sub in subs:
-            names.append(sub), departments.append(department), parents.append(parent)
+        for name, parent_id in ((department, None), *((sub, parent) for sub in subs)):
+            names.append(name)
+            departments.append(department)
+            parents.append(parent_id)
     parent_ids = np.array(parents, dtype=object)
     frames["catalog.categories"] = {"id": ids(len(names)), "name": np.array(names, dtype=object),
                                     "department": np.array(departments, dtype=object), "parent_id": parent_ids}
@@ -123,7 +133,8 @@ def catalog(rng: np.random.Generator, scale: float, frames: dict[str, Frame]) ->
     frames["catalog.suppliers"] = {
         "id": ids(n_suppliers),
         "name": np.array([f"{BRANDS[i % len(BRANDS)]} Supply {i + 1:02d}" for i in range(n_suppliers)], dtype=object),
-        "country": pick(rng, ("CN", "DE", "US", "VN", "PL", "IT", "TR", "IN"), [30, 15, 15, 12, 8, 8, 6, 6], n_suppliers),
+        "country": pick(rng, ("CN", "DE", "US", "VN", "PL", "IT", "TR", "IN"), [30, 15, 15, 12, 8, 8, 6, 6],
+                        n_suppliers),
         "lead_time_days": rng.integers(3, 60, size=n_suppliers),
         "is_preferred": rng.random(n_suppliers) < 0.3,
     }
@@ -272,8 +283,8 @@ def orders(rng: np.random.Generator, scale: float, frames: dict[str, Frame]) -> 
     shipping = np.where((subtotal > 50) | (channel == "store"), 0.0, 4.95)
     frames["sales.orders"] = {
         "id": ids(n), "customer_id": customer, "store_id": store,
-        "campaign_id": np.where(campaign > 0, campaign, None).astype(object),
-        "coupon_code": np.where(coupon_row >= 0, coupons["code"][np.maximum(coupon_row, 0)], None).astype(object),
+        "campaign_id": keep(campaign > 0, campaign),
+        "coupon_code": keep(coupon_row >= 0, coupons["code"][np.maximum(coupon_row, 0)]),
         "status": status, "channel": channel, "ordered_at": ordered, "currency": currency,
         "subtotal": subtotal, "discount_amount": discount, "shipping_fee": shipping,
         "total_amount": money(subtotal - discount + shipping),
@@ -324,10 +335,14 @@ def fulfilment(rng: np.random.Generator, scale: float, frames: dict[str, Frame])
         "refunded_at": paid_at[refunded] + rng.integers(3, 40, len(refunded)) * DAY,
     }
     days = START + np.arange(DAYS) * DAY
-    rate_date, currency, usd = [], [], []
+    rate_date: list[np.ndarray] = []
+    currency: list[np.ndarray] = []
+    usd: list[np.ndarray] = []
     for name, base in CURRENCIES.items():
         walk = base * np.exp(np.cumsum(rng.normal(0, 0.004 if name != "USD" else 0, DAYS)))
-        rate_date.append(dates(days)), currency.append(np.full(DAYS, name, dtype=object)), usd.append(walk)
+        rate_date.append(dates(days))
+        currency.append(np.full(DAYS, name, dtype=object))
+        usd.append(walk)
     frames["finance.fx_rates"] = {"rate_date": np.concatenate(rate_date), "currency": np.concatenate(currency),
                                   "usd_rate": np.round(np.concatenate(usd), 6)}
 
@@ -358,7 +373,7 @@ def support_and_email(rng: np.random.Generator, scale: float, frames: dict[str, 
     agent[(status == "open") & (rng.random(n) < 0.6)] = None
     frames["support.tickets"] = {
         "id": ids(n), "customer_id": customer,
-        "order_id": np.where(has_order, order["id"][about], None).astype(object), "agent_id": agent,
+        "order_id": keep(has_order, order["id"][about]), "agent_id": agent,
         "topic": np.where(has_order, pick(rng, ("delivery", "refund", "product"), [50, 30, 20], n),
                           pick(rng, ("billing", "account", "product"), [40, 40, 20], n)).astype(object),
         "priority": pick(rng, ("low", "normal", "high", "urgent"), [25, 55, 15, 5], n),

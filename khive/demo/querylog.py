@@ -23,6 +23,7 @@ ANALYSTS = ("ana.lopez", "ben.kowalski", "chloe.martin", "david.kim", "elena.ros
 FINANCE = ("grace.lee", "hiro.tanaka")
 SUPPORT_OPS = ("ines.garcia",)
 SERVICE = "svc_reporting"
+DEPARTMENTS = ("Electronics", "Home", "Apparel", "Sports")
 URGENT = ("'urgent'", "'urgent', 'high'")
 STATUSES = ("placed", "paid", "shipped", "delivered", "cancelled", "returned")
 
@@ -88,7 +89,7 @@ TEMPLATES: tuple[Template, ...] = (
         "sum(oi.quantity * oi.unit_price) AS sales\n"
         "FROM sales.order_items oi\nJOIN catalog.products p ON p.id = oi.product_id\n"
         "JOIN catalog.categories c ON c.id = p.category_id\n"
-        f"WHERE c.department IN ({', '.join(repr(d) for d in r.sample(('Electronics', 'Home', 'Apparel', 'Sports'), 2))})"
+        f"WHERE c.department IN ({', '.join(repr(d) for d in r.sample(DEPARTMENTS, 2))})"
         "\nGROUP BY 1, 2 ORDER BY sales DESC"), 300, _rows(4, 12)),
     Template("refunds_by_reason", 4, FINANCE, lambda r: (
         "SELECT f.reason, count(*) AS refunds, sum(f.amount) AS refunded\n"
@@ -199,7 +200,8 @@ def _start_times(r: random.Random, end: dt.datetime, days: int, user: str) -> dt
             return moment.replace(microsecond=0)
 
 
-def generate_log(end: dt.datetime, *, executions: int = 3000, days: int = 60, seed: int = SEED) -> list[dict[str, object]]:
+def generate_log(end: dt.datetime, *, executions: int = 3000, days: int = 60,
+                 seed: int = SEED) -> list[dict[str, object]]:
     """``executions`` records, oldest first, all within ``days`` before ``end`` (UTC)."""
     r = random.Random(seed)
     weights = [template.weight for template in TEMPLATES]

@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -115,8 +116,9 @@ class Reporter:
 
     def __init__(self, console: Console, total: int):
         self.console = console
-        self.progress = Progress(TextColumn("{task.description:<28}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                                 TimeElapsedColumn(), console=console, transient=True)
+        self.progress = Progress(TextColumn("{task.description:<28}"), BarColumn(),
+                                 TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(), console=console,
+                                 transient=True)
         self.overall = self.progress.add_task("khive demo", total=total)
         self.detail: TaskID | None = None
 
@@ -215,7 +217,7 @@ async def run_demo(target: Path, env: Mapping[str, str], *, console: Console | N
         try:
             for name, verbs, step in SETUP:
                 absent = missing(runtime, *verbs)
-                await timed(name, lambda absent=absent, step=step: absent or step(runtime, reporter))
+                await timed(name, partial(str, absent) if absent else partial(step, runtime, reporter))
             waiting = daemon(root) if daemon else None  # it warms up while the requests are shown
             await timed("requests", lambda: showcase.show(runtime, console))
             await timed("daemon", lambda: waiting() if waiting else "skipped: not started (--no-daemon)")

@@ -57,7 +57,7 @@ def shorten(value: Any, *, items: int = 3, text: int = 160) -> Any:
         return {key: shorten(item, items=items, text=text) for key, item in value.items()}
     if isinstance(value, list):
         kept = [shorten(item, items=items, text=text) for item in value[:items]]
-        return kept + [f"... {len(value) - items} more"] if len(value) > items else kept
+        return [*kept, f"... {len(value) - items} more"] if len(value) > items else kept
     if isinstance(value, str) and len(value) > text:
         return value[:text] + "..."
     return value
