@@ -76,7 +76,10 @@ async def show(runtime: Runtime, console: Console) -> str:
                 console.print(f"[yellow]skipped: {', '.join(absent)} not installed[/yellow]")
                 skipped += 1
                 continue
-            console.print(_answer(await _call(client, example.ops)))
+            envelope = await _call(client, example.ops)
+            for line in headlines(envelope):
+                console.print(line, highlight=False)
+            console.print(_answer(envelope))
             shown += 1
     return f"{shown} requests over MCP" + (f", {skipped} skipped" if skipped else "")
 
@@ -89,8 +92,43 @@ async def _call(client: Client, ops: str) -> dict[str, Any]:
     return dict(result.structured_content or {})
 
 
+def headlines(envelope: dict[str, Any]) -> list[str]:
+    """One line per op, before the JSON: what came back, in words a person scans."""
+    if "mcp_error" in envelope:
+        error = envelope["mcp_error"]
+        data = error.get("data") or {}
+        return [f"[red]MCP error {error['code']}[/red] {data.get('code', '')}: {data.get('message', error['message'])}"
+                f" [dim]({data.get('hint', '')})[/dim]"]
+    lines = [f"[bold]status: {envelope.get('status')}[/bold]"]
+    for item in envelope.get("results", []):
+        if not item.get("ok"):
+            error = item.get("error") or {}
+            lines.append(f"  [red]✗ {item['verb']}[/red] {error.get('code', 'aborted')}: {error.get('message', '')}")
+            continue
+        lines.append(f"  [green]✓ {item['verb']}[/green] {_gist(item.get('result'))}")
+    return lines
+
+
+def _gist(result: Any) -> str:
+    if not isinstance(result, dict):
+        return ""
+    for key in ("refs", "tables", "hits", "results", "sources", "pages"):
+        found = result.get(key)
+        if isinstance(found, list) and found:
+            names = [str(entry.get("id") or entry.get("key") or entry.get("name") or "") for entry in found[:3]
+                     if isinstance(entry, dict)]
+            return f"{len(found)} {key}: " + ", ".join(name for name in names if name)
+    entity = result.get("entity")
+    if isinstance(entity, dict):
+        return f"{entity.get('kind', '')} {entity.get('id', '')}: {', '.join(k for k in result if k != 'entity')}"
+    lists = ", ".join(f"{len(value)} {key}" for key, value in result.items() if isinstance(value, list) and value)
+    if "id" in result:
+        return f"{result['id']}" + (f": {lists}" if lists else "")
+    return lists or ", ".join(list(result)[:6])
+
+
 def _answer(envelope: dict[str, Any]) -> Syntax:
-    shown = {key: value for key, value in envelope.items() if key not in ("summary", "request_id")}
+    shown = {key: value for key, value in envelope.items() if key not in ("summary", "request_id", "status")}
     text = orjson.dumps(shorten(shown, items=2), option=orjson.OPT_INDENT_2).decode()
     lines = text.splitlines()
     if len(lines) > MAX_LINES:

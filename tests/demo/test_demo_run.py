@@ -48,7 +48,9 @@ def test_demo_builds_everything_in_the_directory_and_reruns_idempotently(tmp_pat
     for title in ("single op", "parallel batch", "chain with $prev", "budgeted lookup",
                   "operator verb over the wire", "syntax error"):
         assert title in out
-    assert "permission_denied" in out  # scan.run over MCP
+    assert out.count("status: success") == 4  # single, batch, chain, lookup: every op answered
+    assert "✓ scan.entity support.tickets" in out  # the chain fed the search result into the second op
+    assert "✗ scan.run permission_denied" in out  # an operator verb over MCP
     assert "parse-error" in out and "did you mean" in out
     # Everything generated lives in the target directory.
     assert (target / "data" / "shop.duckdb").is_file() and (target / "data" / "query-log.jsonl").is_file()
