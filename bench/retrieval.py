@@ -123,7 +123,8 @@ def table_order(refs: list[dict[str, Any]]) -> list[str]:
 
 def score(ranked: list[list[str]], cases: list[dict[str, Any]]) -> dict[str, float]:
     def recall(k: int) -> float:
-        return sum(len(c["gold"] & set(r[:k])) / len(c["gold"]) for r, c in zip(ranked, cases, strict=True)) / len(cases)
+        pairs = zip(ranked, cases, strict=True)
+        return sum(len(c["gold"] & set(r[:k])) / len(c["gold"]) for r, c in pairs) / len(cases)
 
     def all_gold(k: int) -> float:
         return sum(c["gold"] <= set(r[:k]) for r, c in zip(ranked, cases, strict=True)) / len(cases)

@@ -323,7 +323,7 @@ class RetrievalIndex:
 
     def item_hashes(self, paths: Sequence[str] | None = None) -> dict[str, str]:
         """project-relative path -> content sha256 of these (default: all) indexed files (no refresh)."""
-        sql, params = "SELECT path, sha256 FROM items", ()
+        sql, params = "SELECT path, sha256 FROM items", tuple[str, ...]()
         if paths is not None:
             if not paths:
                 return {}

@@ -88,7 +88,8 @@ def connectivity(index: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     uncovered = [t for t in tables if t not in covered]
     if uncovered:
         findings.append(finding("medium" if len(uncovered) > len(tables) * (1 - CONNECTIVITY_GOAL) else "low",
-                                "table_uncovered", f"{len(uncovered)} of {len(tables)} tables have no covering document",
+                                "table_uncovered",
+                                f"{len(uncovered)} of {len(tables)} tables have no covering document",
                                 "write an SL source for them (sl.bootstrap) or a wiki page naming them",
                                 uncovered[0].split(":", 2)[-1]))
     unlinked = documents - len(linked_pages) - len(linked_sources)

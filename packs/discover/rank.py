@@ -173,7 +173,7 @@ def lift_joinable(index: Any, found: dict[str, Candidate], *, kind: str, relatio
             for _relation, other in edges:
                 if other != owner:
                     adjacent.setdefault(other, set()).add(owner)
-    for other, owners in sorted(adjacent.items()):
+    for other in sorted(adjacent):
         target = found.get(other)
         if target is not None and target.index_kind == kind and target.base > 0:
             target.add_bonus("joinable", JOINABLE * target.base)
@@ -219,7 +219,7 @@ def apply_priors(index: Any, found: dict[str, Candidate]) -> None:
         meta = candidate.metadata
         reference = max(candidate.base, first_rank() * 0.5)
         tier = meta.get("frequencyTier")
-        if tier in TIER_PRIOR and TIER_PRIOR[tier]:
+        if TIER_PRIOR.get(tier):
             candidate.add_bonus("usage", TIER_PRIOR[tier] * reference)
         if candidate.index_kind in ("sl_source", "sl_measure", "sl_dimension") and meta.get("description"):
             candidate.add_bonus("curated", CURATED_PRIOR * reference)

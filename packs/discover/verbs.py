@@ -37,7 +37,8 @@ async def search_verb(params: SearchParams, ctx: Context) -> Any:
 
 
 class LookupParams(Params):
-    id: str = Field(min_length=1, description="a ref id or docId, a qualified table/column name, a wiki key, an SL name")
+    id: str = Field(min_length=1,
+                    description="a ref id or docId, a qualified table/column name, a wiki key, an SL name")
     depth: int = Field(default=1, ge=1, le=3, description="how many hops of neighbours")
     connection: str | None = Field(default=None, description="when a name exists in several connections")
     budget_tokens: int | None = Field(default=None, ge=1, description="shed sections until the payload fits")
