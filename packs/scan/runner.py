@@ -7,6 +7,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
@@ -80,6 +81,11 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
     config = runtime.connection(connection)
     timings: dict[str, float] = {}
     started = time.perf_counter()
+    previous = latest_sync(runtime.project, connection)
+    # The previous run is read while the database works on the catalog queries (the diff needs it later).
+    reader = ThreadPoolExecutor(max_workers=1)
+    before_read = reader.submit(read_run_tables, runtime.project, connection, previous) if previous else None
+    reader.shutdown(wait=False)
     driver = await anyio.to_thread.run_sync(runtime.open_driver, connection)
     try:
         await ctx.progress(0, 4, f"{connection}: reading the catalog")
@@ -112,8 +118,7 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
         by_table.setdefault((rel["fromDb"], rel["fromTable"]), []).append(rel)
     artifacts = [table_artifact(t, sample_map, by_table.get((t.db, t.name), [])) for t in tables]
     sync_id = new_sync_id()
-    previous = latest_sync(runtime.project, connection)
-    before = read_run_tables(runtime.project, connection, previous) if previous else {}
+    before = await anyio.to_thread.run_sync(before_read.result) if before_read is not None else {}
     after = {f"{data['db']}.{data['name']}": data for data in artifacts}
     diff = diff_runs(before, after)
     accepted = sum(1 for rel in inferred if rel["tier"] == "accepted")

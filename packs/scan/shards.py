@@ -300,7 +300,7 @@ def render(header: dict[str, Any], entries: dict[str, dict[str, Any]]) -> str:
 # ---- which shards hold exactly what the scan wrote ---------------------------------------------------------
 #
 # .khive/scan/<connection>.shards.json: shard path -> {"text": sha256 of the text the fast path wrote,
-# "entries": sha256 of the scan entries it was rendered from, "syncId": the latest run those entries are
+# "entries": sha256 of the table artifacts its entries were made from, "syncId": the latest run those entries are
 # the scan part of}. A shard whose text still has that digest holds nothing but the scan's entries, so
 # a re-scan with the same entries leaves it alone, and readers (shardread.py) can take the entries from
 # the run's tables.json instead of parsing YAML.
@@ -337,8 +337,8 @@ def text_digest(data: str | bytes) -> str:
     return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()
 
 
-def _entries_digest(header: dict[str, Any], entries: dict[str, dict[str, Any]]) -> str:
-    return text_digest(HEADER.encode("utf-8") + orjson.dumps([header, entries]))
+def _entries_digest(header: dict[str, Any], artifacts: list[dict[str, Any]]) -> str:
+    return text_digest(HEADER.encode("utf-8") + orjson.dumps([header, artifacts]))
 
 
 def group_entries(tables: Iterable[dict[str, Any]]) -> dict[tuple[str | None, str], dict[str, dict[str, Any]]]:
@@ -352,7 +352,9 @@ def group_entries(tables: Iterable[dict[str, Any]]) -> dict[tuple[str | None, st
 def write_shards(files: FileStore, connection: str, sync_id: str, tables: Iterable[dict[str, Any]],
                  *, author: str) -> list[str]:
     """Merge the scan into every shard of ``connection``; shards of schemas no longer seen lose their tables."""
-    grouped = group_entries(tables)
+    grouped: dict[tuple[str | None, str], list[dict[str, Any]]] = {}
+    for table in tables:
+        grouped.setdefault((table.get("catalog"), table["db"]), []).append(table)
     written = []
     existing = set(files.list(f"_schema/{connection}/", suffix=".yaml"))
     targets = {shard_path(connection, catalog, schema): (catalog, schema) for catalog, schema in grouped}
@@ -360,20 +362,22 @@ def write_shards(files: FileStore, connection: str, sync_id: str, tables: Iterab
     state: dict[str, dict[str, str]] = {}
     for path in sorted(existing | targets.keys()):
         catalog, schema = targets.get(path, (None, ""))
-        entries = grouped.get((catalog, schema), {}) if path in targets else {}
+        artifacts = grouped.get((catalog, schema), []) if path in targets else []
         header = {"connection": connection, "catalog": catalog, "schema": schema} if path in targets else {}
-        wanted = _entries_digest(header, entries)
+        # The artifacts decide the entries: the same artifacts, the same shard, without building the entries.
+        wanted = _entries_digest(header, artifacts)
 
-        def update(text: str | None, entries: dict[str, dict[str, Any]] = entries,
+        def update(text: str | None, artifacts: list[dict[str, Any]] = artifacts,
                    header: dict[str, Any] = header, path: str = path, wanted: str = wanted) -> str:
             known = before.get(path, {})
-            if entries and (text is None or known.get("text") == text_digest(text)):
+            if artifacts and (text is None or known.get("text") == text_digest(text)):
                 if text is not None and known.get("entries") == wanted:
                     fresh = text  # nobody touched it and the scan has nothing new to say
                 else:
-                    fresh = render(header, entries)
+                    fresh = render(header, {table["name"]: scan_entry(table) for table in artifacts})
                 state[path] = {"text": text_digest(fresh), "entries": wanted, "syncId": sync_id}
                 return fresh
+            entries = {table["name"]: scan_entry(table) for table in artifacts}
             return dump(merge(load(text), header, entries, sync_id))
 
         result = files.update(path, update, author=author, message=f"scan: {connection} {sync_id}")
