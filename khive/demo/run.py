@@ -228,7 +228,13 @@ async def run_demo(target: Path, env: Mapping[str, str], *, console: Console | N
     console.rule(f"[bold]done[/bold] in {total:.1f}s")
     if report.skipped:
         console.print("[yellow]skipped:[/yellow] " + "; ".join(report.skipped))
-    console.print(f"next: [bold]khive --project {root} setup-agents[/bold] connects Claude Code, Cursor or Codex")
+    khive = f"khive --project {root}"
+    hints = [f"[bold]{khive} setup-agents[/bold]   connect Claude Code, Cursor or Codex",
+             f"[bold]{khive} request 'discover.search(query=\"refund rate\")'[/bold]   ask it yourself",
+             f"[bold]{khive} audit[/bold]   who ran what, the denial included"]
+    if report.daemon:
+        hints.append(f"[bold]{khive} daemon stop[/bold]   stop the warm daemon (it also idles out)")
+    console.print("next:\n" + "\n".join(f"  {hint}" for hint in hints), highlight=False)
     return report
 
 
