@@ -117,6 +117,8 @@ def _forward(call: Call, project: Path, env: Mapping[str, str], settings: Daemon
                 return Forwarded(failed_envelope(call, exc.code, f"{exc.message}; {why}; check the audit trail "
                                                  f"for request {call.request_id}", request_id=call.request_id),
                                  pid=int(hello.get("pid", 0)), resent=resent)
+        except DaemonError as exc:  # an error frame instead of an envelope: refused before dispatch
+            return Local(f"the daemon on {settings.socket} refused the request ({exc.code}): {exc.message}")
     return _forward(call, project, env, settings, on_progress, resent=True)  # read-only: resend once
 
 

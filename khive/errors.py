@@ -5,7 +5,7 @@
     ├── ConfigError             config_error: file, line, fix
     ├── PackLoadError           pack_load_error: unknown pack, missing requirement
     ├── DaemonError             daemon_error; narrower codes: daemon_unavailable, daemon_connection_lost,
-    │                           daemon_refused, daemon_running, frame_too_large, bad_frame
+    │                           daemon_refused, daemon_running, daemon_stopping, frame_too_large, bad_frame
     └── OpError                 raised inside an op; becomes that op's error envelope
         ├── InvalidArgs         invalid_args
         ├── UnknownVerb         unknown_verb

@@ -94,7 +94,8 @@ class DaemonConnection:
             if answer["type"] == "envelope" and isinstance(answer.get("envelope"), dict):
                 envelope: dict[str, Any] = answer["envelope"]
                 return envelope
-            raise DaemonError(f"unexpected {answer['type']!r} frame in answer to a request", code="bad_frame")
+            raise Lost(f"unexpected {answer['type']!r} frame from {self.path} in answer to a request; "
+                       "it may or may not have run", details={"request_id": frame.get("id")})
 
 
     def _sample(self, ask: dict[str, Any], on_sample: Sample | None) -> None:

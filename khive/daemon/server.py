@@ -140,6 +140,10 @@ class DaemonServer:
                 self.stop("asked to stop by a client")
                 return
             elif kind == "request":
+                if self.stopping.is_set():  # refused, not started: the client may run it elsewhere
+                    await _send(stream, protocol.error("daemon_stopping", f"this daemon is stopping "
+                                                       f"({self.stop_reason}); the request did not run"))
+                    return
                 if not identified:
                     await _send(stream, protocol.error(
                         "daemon_refused", "send hello with this daemon's config_id before a request",
