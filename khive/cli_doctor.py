@@ -1,7 +1,7 @@
 """``khive doctor``: discover.doctor plus historic_sql.probe per PostgreSQL connection, printed readably.
 
 A composition root (reads the environment through the runtime it opens). Exit 0 when nothing is
-high severity, 1 when a finding is high or an op failed.
+high severity (or, from a probe, error), 1 when such a finding exists or an op failed.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from khive.dispatch import dispatch
 from khive.dsl import parse
 
 PROBE = "historic_sql.probe"
-COLOURS = {"high": "red", "medium": "yellow", "low": "cyan", "info": "dim"}
+COLOURS = {"high": "red", "error": "red", "medium": "yellow", "warning": "yellow", "low": "cyan", "info": "dim"}
+FAILING = frozenset({"high", "error"})  # discover's top severity and historic_sql.probe's
 
 
 def _ops(runtime: Any) -> list[str]:
@@ -62,8 +63,9 @@ def doctor(args: argparse.Namespace) -> int:
         table = Table("severity", "code", "title", "detail / fix", "location")
         for item in findings:
             severity = str(item.get("severity", "info"))
-            high = high or severity == "high"
-            detail = " ".join(str(part) for part in (item.get("detail"), item.get("fix")) if part)
+            high = high or severity in FAILING
+            detail = " ".join(str(part) for part in (item.get("detail") or item.get("message"), item.get("fix"))
+                              if part)
             table.add_row(f"[{COLOURS.get(severity, 'white')}]{severity}[/]", str(item.get("code", "")),
                           str(item.get("title", "")), detail, str(item.get("location") or ""))
         console.print(table if findings else "no findings")

@@ -83,3 +83,23 @@ async def test_khive_doctor_prints_findings_and_exits_by_severity(scanned: Call,
     (project / "wiki" / "global" / "broken.md").write_text("---\nsummary: [unclosed\n---\nbody\n")
     broken = khive_doctor(project)
     assert broken.returncode == 1 and "index_error" in broken.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_khive_doctor_probes_each_postgres_connection(tmp_path: Path, pg_database: str) -> None:
+    from khive.project.layout import init_project
+
+    project = tmp_path / "proj"
+    init_project(project, "ann")
+    config = project / "khive.yaml"
+    config.write_text(config.read_text().replace(
+        "connections: {}", "connections:\n  warehouse:\n    driver: postgres\n    url: env:WAREHOUSE_URL\n"))
+    env = {**os.environ, "KHIVE_PROJECT": str(project), "WAREHOUSE_URL": pg_database, "COLUMNS": "200",
+           "KHIVE_PACKS": "core,wiki,scan,sl,historic_sql,discover"}
+    done = subprocess.run([sys.executable, "-m", "khive.cli", "doctor"], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+    assert 'historic_sql.probe(connection="warehouse")' in done.stdout, done.stdout + done.stderr
+    # a fresh database has no pg_stat_statements: the probe's error finding fails the doctor, with its fix
+    assert "extension_missing" in done.stdout and "CREATE EXTENSION pg_stat_statements" in done.stdout
+    assert done.returncode == 1
