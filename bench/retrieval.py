@@ -79,8 +79,9 @@ def load(dsn: str, dbs: tuple[str, ...]) -> None:
     """Each dump into ``public``, then renamed to the database's own schema; descriptions as comments."""
     import psycopg
 
+    psql = str(pgcluster.find_bindir() / "psql")  # the dumps use COPY ... FROM stdin: psql reads them
     for db in dbs:
-        subprocess.run(["psql", dsn, "-q", "-v", "ON_ERROR_STOP=1", "-f", str(DATA / "defog_data" / db / f"{db}.sql")],
+        subprocess.run([psql, dsn, "-q", "-v", "ON_ERROR_STOP=1", "-f", str(DATA / "defog_data" / db / f"{db}.sql")],
                        check=True, capture_output=True)
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(f'ALTER SCHEMA public RENAME TO "{db}"')
