@@ -58,11 +58,15 @@ _SYSTEM_NAME_RE = re.compile(r"(?:pg_|sqlite_|duckdb_)")
 
 # one case-insensitive pass that every marked text matches: most texts carry no marker and stop here
 _ANY_ORCHESTRATOR = re.compile("|".join(f"(?:{pattern.pattern})" for pattern in ORCHESTRATORS.values()), re.I)
+# ... and before it, substrings every marker contains: a substring test is ~50x cheaper than that regex
+_HINTS = ("dbt", "looker", "lr$", "lc$", "metabase", "query id:", "hex query metadata", "custom sql query",
+          "#tableau_")
 
 
 def orchestrator_markers(sql: str) -> set[str]:
     """The tools whose conventions this raw query text carries (comments included)."""
-    if not _ANY_ORCHESTRATOR.search(sql):
+    lowered = sql.lower()
+    if not any(hint in lowered for hint in _HINTS) or not _ANY_ORCHESTRATOR.search(sql):
         return set()
     return {name for name, pattern in ORCHESTRATORS.items() if pattern.search(sql)}
 
