@@ -93,7 +93,8 @@ async def ingest(ctx: Context, connection: str, *, window_days: int | None = Non
     units = evidence.pending(runtime.files, connection, run.manifest)
     await ctx.progress(3, STEPS, f"{connection}: {len(units)} work units ({chosen})")
     clock = time.perf_counter()
-    digested = await digest_units(ctx, connection, run.path, units, chosen, catalog, settings)
+    digested = await digest_units(ctx, connection, run.path, units, chosen, catalog, settings,
+                                  wait_for_session=True)
     timings["digest_ms"] = _ms(clock)
     await ctx.progress(4, STEPS, f"{connection}: projecting usage and patterns")
     clock = time.perf_counter()

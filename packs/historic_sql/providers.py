@@ -3,7 +3,8 @@
     deterministic  ``digest.py``, always available, the fallback of the others
     sampling       the MCP client's own LLM (``ctx.extra["sample"]``, see khive/mcp_sampling.py); a client
                    that offers no sampling gets deterministic digests. Without an MCP session (``khive
-                   ingest`` on the CLI) the units stay pending until a client calls ``historic_sql.digest``.
+                   ingest`` on the CLI) the units stay pending until a client calls ``historic_sql.digest``;
+                   that verb without a session (forwarded to the daemon) digests deterministically.
                    A reply that fails validation is rejected with the reason and the unit falls back to the
                    deterministic digest, so a run never ends with less than the deterministic result.
     agent          nothing here: the units stay pending for ``historic_sql.units`` / ``historic_sql.submit``
@@ -51,15 +52,19 @@ def describe(ctx: Context, unit: WorkUnit, run: Path, catalog: Catalog) -> dict[
 
 
 async def digest_units(ctx: Context, connection: str, run: Path, units: list[WorkUnit], provider: str,
-                       catalog: Catalog, ingest_settings: HistoricSqlConfig) -> dict[str, Any]:
+                       catalog: Catalog, ingest_settings: HistoricSqlConfig, *, wait_for_session: bool = False
+                       ) -> dict[str, Any]:
+    """Digest ``units`` with ``provider``. Without an MCP session, ``wait_for_session`` leaves sampling units
+    pending (``khive ingest``); otherwise they get deterministic digests (a call forwarded to the daemon,
+    which the client's session does not reach)."""
     counts: dict[str, int] = {}
     rejected: list[dict[str, str]] = []
     if provider == "agent" or not units:
         return {"digests": counts, "rejected": rejected}
     sampler = (ctx.extra or {}).get(SAMPLE_KEY)
-    if provider == "sampling" and sampler is None:
+    if provider == "sampling" and sampler is None and wait_for_session:
         return {"digests": counts, "rejected": rejected}  # no MCP session here: historic_sql.digest from a client
-    sampling = provider == "sampling" and sampler.available
+    sampling = provider == "sampling" and sampler is not None and sampler.available
     limiter = anyio.CapacityLimiter(ingest_settings.concurrency)  # requests to the client's LLM at once
 
     async def one(unit: WorkUnit) -> None:

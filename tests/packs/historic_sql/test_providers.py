@@ -138,3 +138,11 @@ async def test_a_client_without_sampling_gets_deterministic_digests(ingested: Ca
     async with Client(build_server(runtime), mode="legacy") as client:
         result = await request(client, 'historic_sql.digest(connection="tpch")')
     assert result["digests"] == {"deterministic": 5} and result["pendingUnits"] == []
+
+
+async def test_digest_without_a_session_is_deterministic_and_ingest_waits_for_one(call: Call) -> None:
+    assert "error" not in await call('scan.run(connection="tpch")')
+    waiting = await call('historic_sql.ingest(connection="tpch", provider="sampling")')
+    assert waiting["digests"] == {} and len(waiting["pendingUnits"]) == 5  # the CLI has no client LLM to ask
+    done = await call('historic_sql.digest(connection="tpch")')  # e.g. forwarded to the daemon: no session
+    assert done["digests"] == {"deterministic": 5} and done["pendingUnits"] == []
