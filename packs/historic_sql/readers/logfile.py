@@ -33,6 +33,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
+import orjson
+
 from packs.historic_sql.config import HistoricSqlConfig
 from packs.historic_sql.filters import SERVICE_ACCOUNT, AccountRules, iso, parse_time
 from packs.historic_sql.models import AggregatedTemplate, ProbeFinding, TemplateStats
@@ -210,9 +212,12 @@ def _jsonl(stream: TextIO) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def _parsed_json(text: str) -> dict[str, Any]:
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return {"__malformed__": f"not valid JSON ({exc.msg}, column {exc.colno})"}
+        value = orjson.loads(text)  # several times faster; json below only for what orjson refuses
+    except orjson.JSONDecodeError:
+        try:
+            value = json.loads(text)  # NaN, huge integers, ... and the error message people know
+        except json.JSONDecodeError as exc:
+            return {"__malformed__": f"not valid JSON ({exc.msg}, column {exc.colno})"}
     if not isinstance(value, dict):
         return {"__malformed__": f"expected a JSON object, found {type(value).__name__}"}
     return value
