@@ -11,7 +11,7 @@ import ipaddress
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    single_threaded_blas(os.environ)
     # `khive request` is what agents and scripts run all day: it gets a parser with only its own
     # command, so no other subcommand's module is imported on the way to the daemon.
     parser = _request_parser() if _command_of(argv) == "request" else _parser()
@@ -81,6 +82,20 @@ def _add_request_command(commands: Any) -> None:
     request.add_argument("--presentation", choices=PRESENTATIONS, default="agent")
     request.add_argument("--request-id", default="")
     request.set_defaults(handler=_request)
+
+
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def single_threaded_blas(env: MutableMapping[str, str]) -> None:
+    """One BLAS thread unless the user chose otherwise; must run before numpy is imported.
+
+    khive's numpy work is one matrix-vector product per vector lane over at most a few hundred
+    thousand rows: threaded BLAS gains nothing there and, on a busy 2-core machine, costs up to 100x
+    (2,000 rows: 8 ms threaded, 0.07 ms single-threaded; docs/benchmarks.md).
+    """
+    for variable in BLAS_THREAD_VARIABLES:
+        env.setdefault(variable, "1")
 
 
 def _parser() -> argparse.ArgumentParser:
