@@ -1,7 +1,8 @@
 """The latest scan of a connection as a name resolver: table -> columns, read from the scan's files.
 
 historic_sql reads what the scan pack wrote, never its code: the newest run's table artifacts
-(``raw-sources/<connection>/live-database/<syncId>/tables/*.json``, machine-written, fast to load) or,
+(``raw-sources/<connection>/live-database/<syncId>/tables.json``, or ``tables/*.json`` in runs
+written before scan ADR 0021; machine-written, fast to load) or,
 when no run is on disk (a fresh clone carries only the reviewable view), the shards
 ``_schema/<connection>/*.yaml``. Tables a shard marks ``droppedInSync`` are gone and left out.
 
@@ -131,14 +132,17 @@ Row = tuple[str | None, str, str, list[str]]
 def _read_run(project: Path, connection: str) -> list[Row] | None:
     root = project / "raw-sources" / connection / LIVE
     runs = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
-    if not runs or not (runs[-1] / "tables").is_dir():
+    if not runs:
         return None
-    rows: list[Row] = []
-    for path in sorted((runs[-1] / "tables").glob("*.json")):
-        data = orjson.loads(path.read_bytes())
-        rows.append((data.get("catalog"), data["db"], data["name"],
-                     [c["name"] for c in data.get("columns", [])]))
-    return rows
+    latest = runs[-1]
+    if (latest / "tables.json").is_file():  # one file per run (scan ADR 0021)
+        artifacts = orjson.loads((latest / "tables.json").read_bytes()).get("tables", [])
+    elif (latest / "tables").is_dir():  # runs written before ADR 0021: one file per table
+        artifacts = [orjson.loads(path.read_bytes()) for path in sorted((latest / "tables").glob("*.json"))]
+    else:
+        return None
+    return [(data.get("catalog"), data["db"], data["name"], [c["name"] for c in data.get("columns", [])])
+            for data in artifacts]
 
 
 def _read_shards(project: Path, connection: str) -> list[Row]:

@@ -199,3 +199,15 @@ async def test_warm_task_and_probe_of_a_log_connection(runtime: Runtime, call: C
     (project / "logs/queries.jsonl").unlink()
     missing = await call('historic_sql.probe(connection="tpch")')
     assert missing["status"] == "error" and missing["findings"][0]["code"] == "query_log_missing"
+
+
+async def test_the_catalog_comes_from_the_scan_run_not_only_the_shards(scanned: Call, project: Path) -> None:
+    from packs.historic_sql.catalog import Catalog
+
+    runs = sorted((project / "raw-sources/tpch/live-database").iterdir())
+    assert (runs[-1] / "tables.json").is_file()  # the scan's one-file-per-run layout (scan ADR 0021)
+    for path in (project / "_schema/tpch").glob("*.yaml"):
+        path.unlink()  # without the shards only the run can answer
+    orders = Catalog.from_project(project, "tpch").resolve("orders")
+    assert orders is not None and orders.key == "main.orders"
+    assert {"o_custkey", "o_orderstatus"} <= set(orders.columns)
