@@ -1,9 +1,11 @@
-"""Open a SQLite database in WAL mode safely when several processes start at once."""
+"""SQLite helpers: open in WAL mode safely when several processes start at once; write transactions."""
 
 from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 _RETRY_SECONDS = 30.0
@@ -33,3 +35,15 @@ def open_wal(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
             time.sleep(0.02)
     db.execute("PRAGMA synchronous=NORMAL")
     return db
+
+
+@contextmanager
+def immediate(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A write transaction taken up front (BEGIN IMMEDIATE: no lock upgrade to fail midway), rolled back on error."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")

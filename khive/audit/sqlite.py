@@ -15,7 +15,7 @@ import orjson
 
 from khive.audit.events import AuditEvent
 from khive.audit.store import AuditQuery, glob_to_like
-from khive.sqlite_util import open_wal
+from khive.sqlite_util import immediate, open_wal
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit_events (
@@ -64,15 +64,9 @@ class SqliteAuditStore:
              e.duration_us, orjson.dumps(list(e.write_keys)).decode())
             for e in events
         ]
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                self._db.executemany(f"INSERT INTO audit_events ({_COLUMNS}) VALUES "
-                                     "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        with self._lock, immediate(self._db):
+            self._db.executemany(f"INSERT INTO audit_events ({_COLUMNS}) VALUES "
+                                 "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
     async def query(self, query: AuditQuery) -> list[AuditEvent]:
         where: list[str] = []

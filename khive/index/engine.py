@@ -14,6 +14,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from khive.index.embed import Embedder
 from khive.index.scanstat import stat_walk_paths
 from khive.index.store import connect, delete_item_docs, doc_rows, insert_doc
 from khive.index.watch import ChangeWatcher
+from khive.sqlite_util import immediate
 
 log = logging.getLogger(__name__)
 
@@ -160,8 +162,8 @@ class RetrievalIndex:
         self.db.executemany("INSERT OR REPLACE INTO sources VALUES (?, ?)",
                             [(name, f"{source.version}/{embedder}") for name, source in self.sources.items()])
 
-    def _transaction(self) -> _Transaction:
-        return _Transaction(self.db)
+    def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        return immediate(self.db)
 
     def _reindex(self, source_name: str, relative: str, previous_sha: str | None, report: RefreshReport) -> None:
         path = self.project / relative
@@ -412,15 +414,3 @@ class RetrievalIndex:
                 self._watcher.close()
                 self._watcher = None
             self.db.close()
-
-
-class _Transaction:
-    def __init__(self, db: sqlite3.Connection):
-        self.db = db
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.db.execute("BEGIN IMMEDIATE")
-        return self.db
-
-    def __exit__(self, kind: object, value: object, tb: object) -> None:
-        self.db.execute("COMMIT" if kind is None else "ROLLBACK")

@@ -41,7 +41,7 @@ from typing import Any
 
 import orjson
 
-from khive.sqlite_util import open_wal
+from khive.sqlite_util import immediate, open_wal
 from packs.historic_sql.analyze import analyze
 from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.models import AggregatedTemplate
@@ -85,15 +85,10 @@ class ParseCache:
         return {template_id: (sql_hash, payload) for template_id, sql_hash, payload in rows}
 
     def store(self, context: str, rows: Iterable[tuple[str, str, bytes]]) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate(self.db):
             self.db.execute("DELETE FROM parsed WHERE connection = ? AND context != ?", (self.connection, context))
             self.db.executemany("INSERT OR REPLACE INTO parsed VALUES (?, ?, ?, ?, ?)",
                                 ((self.connection, tid, sql_hash, context, payload) for tid, sql_hash, payload in rows))
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
 
     def close(self) -> None:
         self.db.close()

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import orjson
 
-from khive.sqlite_util import open_wal
+from khive.sqlite_util import immediate, open_wal
 from packs.historic_sql.analyze import analyze_tree
 from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.normalize import NORMALIZER_VERSION, NormalizedSql, Normalizer
@@ -72,15 +72,10 @@ class NormalCache:
         return dict(rows)
 
     def store(self, rows: Iterable[tuple[str, bytes]]) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate(self.db):
             self.db.execute("DELETE FROM normalized WHERE context != ?", (self.context,))
             self.db.executemany("INSERT OR REPLACE INTO normalized VALUES (?, ?, ?)",
                                 ((self.context, raw, payload) for raw, payload in rows))
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
 
     def close(self) -> None:
         self.db.close()
