@@ -11,13 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-import anyio
 import orjson
-
-from khive.bootstrap import locate_project, open_runtime, operator_principal
-from khive.context import CLI, Context
-from khive.dispatch import dispatch
-from khive.dsl import parse
 
 PROBE = "historic_sql.probe"
 COLOURS = {"high": "red", "error": "red", "medium": "yellow", "warning": "yellow", "low": "cyan", "info": "dim"}
@@ -33,8 +27,15 @@ def _ops(runtime: Any) -> list[str]:
 
 
 def doctor(args: argparse.Namespace) -> int:
+    # Imported here: every khive command builds this parser, and only `khive doctor` needs the runtime.
+    import anyio
     from rich.console import Console
     from rich.table import Table
+
+    from khive.bootstrap import locate_project, open_runtime, operator_principal
+    from khive.context import CLI, Context
+    from khive.dispatch import dispatch
+    from khive.dsl import parse
 
     project = locate_project(args.project, os.environ, Path.cwd())
     runtime = open_runtime(project, os.environ)

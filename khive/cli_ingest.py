@@ -11,14 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import orjson
-
-from khive.bootstrap import locate_project, open_runtime, operator_principal
-from khive.cli_progress import RichProgressSink
-from khive.context import CLI, Context
-from khive.dispatch import dispatch
-from khive.dsl import parse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,6 +31,15 @@ def ops_text(args: argparse.Namespace) -> str:
 
 
 def handler(args: argparse.Namespace) -> int:
+    # Imported here: every khive command builds this parser, and only `khive ingest` needs the runtime.
+    import anyio
+
+    from khive.bootstrap import locate_project, open_runtime, operator_principal
+    from khive.cli_progress import RichProgressSink
+    from khive.context import CLI, Context
+    from khive.dispatch import dispatch
+    from khive.dsl import parse
+
     runtime = open_runtime(locate_project(args.project, os.environ, Path.cwd()), os.environ)
     text = ops_text(args)
 
