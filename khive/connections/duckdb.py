@@ -21,7 +21,15 @@ import duckdb
 from khive.connections.catalog import CatalogSnapshot, Column, ColumnSample, ForeignKey, Table
 from khive.connections.config import ConnectionConfig, SamplePolicy
 from khive.connections.driver import HoldsConnection, QueryResult
-from khive.connections.types import TEXT_LIKE, build_column, query_result, quote, sample_tables, schema_selected
+from khive.connections.types import (
+    SCAN_SQL_MARK,
+    TEXT_LIKE,
+    build_column,
+    query_result,
+    quote,
+    sample_tables,
+    schema_selected,
+)
 from khive.errors import KhiveError
 
 _INTERNAL_SCHEMAS = ("information_schema", "pg_catalog")
@@ -188,7 +196,7 @@ def _unpivot_sample_sql(source: str, columns: Sequence[Column], policy: SamplePo
         (f"SUBSTR(CAST({quote(c.name)} AS TEXT), 1, {width})" if c.normalized_type in TEXT_LIKE
          else f"CAST({quote(c.name)} AS TEXT)") + f" AS c{i}" for i, c in enumerate(columns))
     return (
-        f"WITH s AS MATERIALIZED (SELECT {picks} FROM {source} "
+        f"{SCAN_SQL_MARK} WITH s AS MATERIALIZED (SELECT {picks} FROM {source} "
         f"USING SAMPLE reservoir({policy.sample_rows} ROWS) REPEATABLE ({_SAMPLE_SEED})), "
         "u AS (SELECT * FROM s UNPIVOT INCLUDE NULLS (v FOR k IN (COLUMNS(*)))), "
         "g AS (SELECT CAST(SUBSTR(k, 2) AS INTEGER) AS col, v, COUNT(*) AS n FROM u GROUP BY ALL), "

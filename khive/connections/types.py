@@ -224,6 +224,12 @@ def plan_sample(table: Table, policy: SamplePolicy, dialect: str) -> tuple[list[
     return sampled, skipped
 
 
+# Every query a scan sends to read user tables starts with this comment, so query-history readers (ours
+# and anyone's) can tell khive's own sampling from what analysts run: pg_stat_statements, BigQuery jobs
+# and Snowflake's query history keep leading comments.
+SCAN_SQL_MARK = "/* khive:scan */"
+
+
 def sample_sql(source: str, columns: Sequence[Column], policy: SamplePolicy, *, sample_clause: str = "",
                limit: bool = True, materialized: bool = True) -> str:
     """One query for one table: rows ``(col, v, n, d, z, t)`` = column index, value as text, its count,
@@ -249,7 +255,8 @@ def sample_sql(source: str, columns: Sequence[Column], policy: SamplePolicy, *, 
         for i, column in enumerate(columns)
     ]
     cte = "AS MATERIALIZED" if materialized else "AS"
-    return f"WITH s {cte} (SELECT {picks} FROM {source}{sample_clause}{rows})\n" + "\nUNION ALL\n".join(branches)
+    return (f"{SCAN_SQL_MARK} WITH s {cte} (SELECT {picks} FROM {source}{sample_clause}{rows})\n"
+            + "\nUNION ALL\n".join(branches))
 
 
 def sample_percent(table: Table, policy: SamplePolicy) -> float | None:

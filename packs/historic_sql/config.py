@@ -57,10 +57,11 @@ class OrchestratorModes(_Model):
     redash: FilterMode = "mark-only"
     hex: FilterMode = "mark-only"
     tableau: FilterMode = "mark-only"
+    khive: FilterMode = "exclude"  # khive's own scan sampling is never usage
 
     def modes(self) -> dict[str, FilterMode]:
         return {"dbt": self.dbt, "looker": self.looker, "metabase": self.metabase, "redash": self.redash,
-                "hex": self.hex, "tableau": self.tableau}
+                "hex": self.hex, "tableau": self.tableau, "khive": self.khive}
 
 
 class HistoricSqlFilters(_Model):

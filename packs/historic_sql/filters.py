@@ -26,6 +26,7 @@ Orchestrators are recognised by the conventions their queries carry (``orchestra
     redash    ``/* Username: ..., Query ID: ..., Queue: ... */``
     hex       ``-- Hex query metadata: {...}``
     tableau   the ``"Custom SQL Query"`` alias and ``#Tableau_*`` temporary tables
+    khive     ``/* khive:scan */``: khive's own sampling queries (excluded by default)
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ ORCHESTRATORS: dict[str, re.Pattern[str]] = {
     "redash": re.compile(r"/\*\s*Username:[^*]*?Query ID:", re.I),
     "hex": re.compile(r"--\s*Hex query metadata", re.I),
     "tableau": re.compile(r"\"Custom SQL Query\"|#Tableau_\w+", re.I),
+    "khive": re.compile(r"/\*\s*khive:scan\s*\*/"),  # khive's own sampling (khive.connections SCAN_SQL_MARK)
 }
 _SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "pg_toast", "performance_schema", "account_usage",
                              "organization_usage", "reader_account_usage", "data_sharing_usage"})
@@ -60,7 +62,7 @@ _SYSTEM_NAME_RE = re.compile(r"(?:pg_|sqlite_|duckdb_)")
 _ANY_ORCHESTRATOR = re.compile("|".join(f"(?:{pattern.pattern})" for pattern in ORCHESTRATORS.values()), re.I)
 # ... and before it, substrings every marker contains: a substring test is ~50x cheaper than that regex
 _HINTS = ("dbt", "looker", "lr$", "lc$", "metabase", "query id:", "hex query metadata", "custom sql query",
-          "#tableau_")
+          "#tableau_", "khive:scan")
 
 
 def orchestrator_markers(sql: str) -> set[str]:

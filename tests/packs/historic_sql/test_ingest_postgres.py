@@ -83,15 +83,19 @@ def run_workload(dsn: str, roles: dict[str, str], runs: dict[str, list[tuple[str
                     conn.execute(_statement(kind, n))
 
 
-@pytest.fixture
-async def runtime(tmp_path: Path, warehouse: tuple[str, dict[str, str]]) -> AsyncIterator[Runtime]:
-    root = tmp_path / "proj"
+def project_runtime(root: Path, dsn: str, *, samples: bool) -> Runtime:
     init_project(root, "ann")
     config = root / "khive.yaml"
     config.write_text(config.read_text().replace("connections: {}\n", (
-        "connections:\n  wh:\n    driver: postgres\n    url: env:WH_URL\n    sample_values: {enabled: false}\n"
+        "connections:\n  wh:\n    driver: postgres\n    url: env:WH_URL\n"
+        f"    sample_values: {{enabled: {str(samples).lower()}}}\n"
         "    historicSql: {enabled: true, minExecutions: 2}\n")))
-    runtime = open_runtime(root, {"WH_URL": warehouse[0]})
+    return open_runtime(root, {"WH_URL": dsn})
+
+
+@pytest.fixture
+async def runtime(tmp_path: Path, warehouse: tuple[str, dict[str, str]]) -> AsyncIterator[Runtime]:
+    runtime = project_runtime(tmp_path / "proj", warehouse[0], samples=False)
     yield runtime
     await runtime.aclose()
 
@@ -140,3 +144,22 @@ async def test_postgres_workload_to_usage_and_patterns(runtime: Runtime, warehou
     assert {p.name: p.read_bytes() for p in (first_run / "tables").iterdir()} == {
         p.name: p.read_bytes() for p in (second_run / "tables").iterdir()}
     assert (first_run / "patterns-input.json").read_bytes() == (second_run / "patterns-input.json").read_bytes()
+
+
+async def test_the_scans_own_sampling_is_not_usage(tmp_path: Path, warehouse: tuple[str, dict[str, str]]) -> None:
+    dsn, roles = warehouse
+    runtime = project_runtime(tmp_path / "proj", dsn, samples=True)
+    try:
+        for _ in range(2):  # each scan samples every table: twice clears minExecutions
+            await call(runtime, 'scan.run(connection="wh")')
+        with psycopg.connect(dsn, autocommit=True) as conn:  # pg_stat_statements keeps the leading comment
+            marked = conn.execute("SELECT count(*), min(calls) FROM pg_stat_statements "
+                                  "WHERE query LIKE '/* khive:scan */%'").fetchone()
+        assert marked is not None and marked[0] >= 5 and marked[1] >= 2
+        run_workload(dsn, roles, RUNS)  # no stats reset: the history holds the scans and the analysts
+        first = await call(runtime, 'historic_sql.ingest(connection="wh")')
+        assert first["counts"]["templates"] == 3
+        region = await call(runtime, 'historic_sql.usage(connection="wh", table="region")')
+        assert region["totals"] == {"executions": 9, "templates": 1, "distinctUsers": 2}
+    finally:
+        await runtime.aclose()
