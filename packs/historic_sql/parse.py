@@ -37,7 +37,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from multiprocessing.context import BaseContext
+from typing import Any, TypeVar
 
 import orjson
 
@@ -51,6 +52,7 @@ ANALYZER_VERSION = "1"  # bump whenever analyze.py changes what it extracts
 POOL_THRESHOLD = 500
 CHUNKS_PER_WORKER = 8
 MAX_CHUNK = 1000
+T = TypeVar("T")
 CACHE_FILE = "historic-sql-cache.sqlite"
 SQLGLOT_VERSION = importlib.metadata.version("sqlglot")
 
@@ -181,14 +183,25 @@ def _run_chunk(chunk: Sequence[Item], catalog: Catalog, search_path: Sequence[st
             for tid, sql, dialect in chunk]
 
 
-def _run_pool(items: list[Item], catalog: Catalog, search_path: Sequence[str], workers: int
-              ) -> tuple[list[Row], float]:
+def chunks_for(items: Sequence[T], workers: int) -> list[Sequence[T]]:
+    """``items`` in chunks of at most MAX_CHUNK, a few per worker (one task per chunk, never per item)."""
     size = min(MAX_CHUNK, max(1, math.ceil(len(items) / (workers * CHUNKS_PER_WORKER))))
-    chunks = [items[i:i + size] for i in range(0, len(items), size)]
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def pool_context() -> BaseContext:
+    """forkserver (workers start with the analyzer and normalizer already imported), else spawn."""
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
     if context.get_start_method() == "forkserver":
         context.set_forkserver_preload(["packs.historic_sql.analyze", "packs.historic_sql.normalize"])
+    return context
+
+
+def _run_pool(items: list[Item], catalog: Catalog, search_path: Sequence[str], workers: int
+              ) -> tuple[list[Row], float]:
+    chunks = chunks_for(items, workers)
+    context = pool_context()
     out: list[Row] = []
     cpu = 0.0
     with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=context,

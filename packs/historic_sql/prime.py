@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import math
-import multiprocessing
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -33,12 +31,10 @@ from khive.sqlite_util import immediate, open_wal
 from packs.historic_sql.analyze import analyze_tree
 from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.normalize import NORMALIZER_VERSION, NormalizedSql, Normalizer
-from packs.historic_sql.parse import CACHE_FILE, SQLGLOT_VERSION
+from packs.historic_sql.parse import CACHE_FILE, SQLGLOT_VERSION, chunks_for, pool_context
 from packs.historic_sql.parsed import ParsedTemplate
 
 POOL_THRESHOLD = 500
-CHUNKS_PER_WORKER = 8
-MAX_CHUNK = 1000
 
 
 def _digest(sql: str) -> str:
@@ -155,12 +151,8 @@ def _chunk(items: list[tuple[str, str]]) -> tuple[Rows, Rows, float]:
 
 def _pool(items: list[tuple[str, str]], dialect: str, redaction: tuple[str, ...], analysis: Analysis | None,
           workers: int, found: Rows) -> tuple[Rows, float]:
-    size = min(MAX_CHUNK, max(1, math.ceil(len(items) / (workers * CHUNKS_PER_WORKER))))
-    chunks = [items[i:i + size] for i in range(0, len(items), size)]
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    if context.get_start_method() == "forkserver":
-        context.set_forkserver_preload(["packs.historic_sql.analyze", "packs.historic_sql.normalize"])
+    chunks = chunks_for(items, workers)
+    context = pool_context()
     out: Rows = []
     cpu = 0.0
     with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=context,
