@@ -15,7 +15,6 @@ back clears both.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -27,6 +26,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from khive.project.store import FileStore
+from khive.project.yamldoc import dump_frontmatter
 
 PREFIX = "wiki/global/historic-sql/"
 TAGS = ["historic-sql", "pattern"]
@@ -129,10 +129,6 @@ def render(pattern: Mapping[str, Any], connection: str, *, stale_since: str | No
         front["stale_since"] = stale_since
     if archived:
         front["archived"] = True
-    yaml = YAML(typ="rt")
-    yaml.default_flow_style = False
-    stream = io.StringIO()
-    yaml.dump(front, stream)
     tables = "\n".join(f"- `{table}`" for table in pattern["tablesInvolved"])
     templates = pattern["constituentTemplateIds"]
     mark = json.dumps({"connection": connection, "tables": list(pattern["tablesInvolved"]),
@@ -141,7 +137,7 @@ def render(pattern: Mapping[str, Any], connection: str, *, stale_since: str | No
             f"## Definition\n\n```sql\n{pattern['definitionSql'].strip()}\n```\n\n"
             f"Made of {len(templates)} query template{'s' if len(templates) != 1 else ''} from the query history.\n\n"
             f"<!-- historic-sql: {mark} -->\n")
-    return f"---\n{stream.getvalue()}---\n\n{body}"
+    return f"---\n{dump_frontmatter(front)}---\n\n{body}"
 
 
 def project_patterns(files: FileStore, connection: str, patterns: Sequence[Mapping[str, Any]], today: date,
@@ -177,9 +173,5 @@ def _restale(text: str, front: dict[str, Any], since: str, archived: bool) -> st
     for key, value in list(updated.items()):
         if isinstance(value, date):
             updated[key] = value.isoformat()
-    yaml = YAML(typ="rt")
-    yaml.default_flow_style = False
-    stream = io.StringIO()
-    yaml.dump(updated, stream)
     end = text.find("\n---", 3)
-    return f"---\n{stream.getvalue()}---{text[end + 4:]}"
+    return f"---\n{dump_frontmatter(updated)}---{text[end + 4:]}"

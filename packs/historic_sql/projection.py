@@ -25,25 +25,10 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 
 from khive.project.store import FileStore
+from khive.project.yamldoc import schema_shard_yaml, semantic_layer_yaml
 
 MANAGED = ("narrative", "frequencyTier", "commonFilters", "commonGroupBys", "commonJoins", "staleSince")
 Usage = Mapping[str, Any]
-
-
-def _shard_yaml() -> YAML:  # the scan's settings: a merge must not reformat its shards
-    yaml = YAML(typ="rt")
-    yaml.default_flow_style = False
-    yaml.width = 120
-    return yaml
-
-
-def _sl_yaml() -> YAML:  # the semantic layer's settings
-    yaml = YAML(typ="rt")
-    yaml.default_flow_style = False
-    yaml.width = 120
-    yaml.indent(mapping=2, sequence=4, offset=2)
-    yaml.preserve_quotes = True
-    return yaml
 
 
 def _edit(yaml: YAML, text: str | None, *, change: Callable[[CommentedMap], bool]) -> str | None:
@@ -108,7 +93,7 @@ def project_shards(files: FileStore, connection: str, usages: Mapping[str, Usage
                 edited |= merge_usage(entry, usages.get(key) if live else None, key in present and live, today)
             return edited
 
-        result = files.update(path, partial(_edit, _shard_yaml(), change=change), author=author,
+        result = files.update(path, partial(_edit, schema_shard_yaml(), change=change), author=author,
                               message=f"historic_sql: usage for {connection}")
         if result.changed:
             changed.append(path)
@@ -143,7 +128,7 @@ def project_sources(files: FileStore, connection: str, usages: Mapping[str, Usag
             fresh = usages.get(key)
             return merge_usage(document, sl_usage(fresh) if fresh is not None else None, key in present, today)
 
-        result = files.update(path, partial(_edit, _sl_yaml(), change=change), author=author,
+        result = files.update(path, partial(_edit, semantic_layer_yaml(), change=change), author=author,
                               message=f"historic_sql: usage for {path}")
         if result.changed:
             changed.append(path)

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.nodes import ScalarNode
 
 from khive.project.config import STATE_DIR
 from khive.project.store import FileStore
+from khive.project.yamldoc import schema_shard_yaml
 
 SCAN_TABLE_KEYS = ("kind", "comment", "estimatedRows", "columns", "foreignKeys", "inferredRelationships",
                    "droppedInSync")
@@ -42,23 +42,16 @@ def shard_path(connection: str, catalog: str | None, schema: str) -> str:
     return f"_schema/{connection}/{name.replace('/', '_')}.yaml"
 
 
-def _yaml() -> YAML:
-    yaml = YAML(typ="rt")
-    yaml.default_flow_style = False
-    yaml.width = 120
-    return yaml
-
-
 def load(text: str | None) -> CommentedMap:
     if not text:
         return CommentedMap()
-    data = _yaml().load(text)
+    data = schema_shard_yaml().load(text)
     return data if isinstance(data, CommentedMap) else CommentedMap()
 
 
 def dump(data: CommentedMap) -> str:
     stream = io.StringIO()
-    _yaml().dump(data, stream)
+    schema_shard_yaml().dump(data, stream)
     body = stream.getvalue()
     return body if body.startswith("#") else HEADER + body
 
@@ -163,7 +156,7 @@ class _Unsure(Exception):
 
 @lru_cache(maxsize=1)
 def _resolver() -> Any:
-    return _yaml().resolver
+    return schema_shard_yaml().resolver
 
 
 @lru_cache(maxsize=1)
@@ -176,7 +169,7 @@ def _resolved_firsts() -> frozenset[str]:
 def _ruamel_scalar(value: Any, key: bool) -> str:
     """How ruamel writes one scalar as a value (or a key) of a top-level mapping, if on one line."""
     stream = io.StringIO()
-    _yaml().dump({value: 0} if key else {"k": value}, stream)
+    schema_shard_yaml().dump({value: 0} if key else {"k": value}, stream)
     text = stream.getvalue()
     if "\x85" in text or "\u2028" in text or "\u2029" in text:  # line breaks too: the indent depends on where
         raise _Unsure
@@ -270,7 +263,7 @@ def _sequence(items: list[Any] | tuple[Any, ...], pad: str, lines: list[str]) ->
 
 def _ruamel_table(name: str, entry: dict[str, Any]) -> str:
     stream = io.StringIO()
-    _yaml().dump({"tables": {name: entry}}, stream)
+    schema_shard_yaml().dump({"tables": {name: entry}}, stream)
     return stream.getvalue().partition("\n")[2]
 
 

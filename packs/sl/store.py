@@ -12,11 +12,10 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from khive.project.store import FileStore
-from khive.project.yamldoc import plain
+from khive.project.yamldoc import plain, semantic_layer_yaml
 from packs.sl.models import NAME_RE, Source
 
 SL_ROOT = "semantic-layer"
@@ -39,23 +38,14 @@ def write_key(connection: str, name: str) -> str:
     return f"sl:{connection}/{name}"
 
 
-def _yaml() -> YAML:
-    yaml = YAML(typ="rt")
-    yaml.default_flow_style = False
-    yaml.width = 120
-    yaml.indent(mapping=2, sequence=4, offset=2)
-    yaml.preserve_quotes = True
-    return yaml
-
-
 def load_yaml(text: str) -> Any:
     """The round-trip document of ``text`` (raises ruamel's MarkedYAMLError on bad syntax)."""
-    return _yaml().load(text)
+    return semantic_layer_yaml().load(text)
 
 
 def dump_yaml(data: Any) -> str:
     stream = io.StringIO()
-    _yaml().dump(data, stream)
+    semantic_layer_yaml().dump(data, stream)
     return stream.getvalue()
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -11,6 +10,7 @@ from pydantic import ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from khive.project.yamldoc import dump_frontmatter
 from packs.wiki.models import USER_RE, Frontmatter, check_key
 
 GLOBAL = "global"
@@ -115,12 +115,7 @@ def render_page(meta: Frontmatter, body: str) -> str:
     relations = {k: v for k, v in data.pop("relations", {}).items() if v}
     if relations:
         data["relations"] = relations
-    yaml = YAML(typ="rt")
-    yaml.default_flow_style = False
-    stream = io.StringIO()
-    if data:
-        yaml.dump(data, stream)
-    front = stream.getvalue()
+    front = dump_frontmatter(data) if data else ""
     text = f"{FENCE}\n{front}{FENCE}\n\n{body.strip()}\n" if front else f"{FENCE}\n{FENCE}\n\n{body.strip()}\n"
     return text
 
