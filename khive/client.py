@@ -126,33 +126,39 @@ def connect_or_spawn(settings: DaemonSettings, project: Path, env: Mapping[str, 
     """A connection to the live daemon, spawning one (exactly one across concurrent clients) if none listens."""
     deadline = time.monotonic() + settings.spawn_wait
     try:
-        return DaemonConnection.open(settings.socket)
-    except _NOT_LISTENING:
-        pass
+        found = _listening(settings.socket)
     except OSError as exc:
         return Local(f"cannot connect to {settings.socket}: {exc}")
+    if found is not None:
+        return found
     try:
         ensure_private_dir(settings.home)
         with _spawn_lock(settings.spawn_lock, deadline) as locked:
             if not locked:
                 return Local(f"another client is starting the daemon and it did not come up within "
                              f"{settings.spawn_wait:g} s (log: {settings.log_file})")
-            try:
-                return DaemonConnection.open(settings.socket)  # the client before us started it
-            except _NOT_LISTENING:
-                pass
+            found = _listening(settings.socket)  # the client before us started it
+            if found is not None:
+                return found
             spawn_daemon(settings, project, env)
             pause = 0.01
             while time.monotonic() < deadline:
                 time.sleep(pause)
                 pause = min(pause * 1.5, 0.1)
-                try:
-                    return DaemonConnection.open(settings.socket)
-                except _NOT_LISTENING:
-                    continue
+                found = _listening(settings.socket)
+                if found is not None:
+                    return found
     except OSError as exc:
         return Local(f"cannot start the daemon: {exc}")
     return Local(f"the daemon did not come up within {settings.spawn_wait:g} s (log: {settings.log_file})")
+
+
+def _listening(socket: Path) -> DaemonConnection | None:
+    """A connection when a daemon listens on ``socket``, None when nothing does (other errors raise)."""
+    try:
+        return DaemonConnection.open(socket)
+    except _NOT_LISTENING:
+        return None
 
 
 def spawn_daemon(settings: DaemonSettings, project: Path, env: Mapping[str, str]) -> None:
