@@ -17,6 +17,12 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 
+@pytest.fixture
+def anyio_backend() -> str:
+    """Async tests run on asyncio (the MCP SDK, the daemon and the dispatcher all do)."""
+    return "asyncio"
+
+
 @pytest.fixture(scope="session")
 def postgres_dsn() -> Iterator[str]:
     with ExitStack() as stack:

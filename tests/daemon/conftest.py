@@ -18,11 +18,6 @@ from khive.project.layout import init_project
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     init_project(root, "tester")

@@ -16,11 +16,6 @@ from khive.runtime import Runtime, build_runtime
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def make_runtime(tmp_path: Path) -> Callable[..., Runtime]:
     made: list[Runtime] = []
 

@@ -17,11 +17,6 @@ from khive.runtime import Runtime
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     init_project(root, "tester")

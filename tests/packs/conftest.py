@@ -14,11 +14,6 @@ from khive.runtime import Runtime
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def call(runtime: Runtime) -> Callable[..., Awaitable[dict[str, Any]]]:
     """Run one op through the dispatcher; its result, or ``{"error": ...}`` when it failed."""
 

@@ -242,11 +242,6 @@ def skipped(result: dict[str, Any]) -> dict[str, str]:
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def khive_project(tmp_path: Path) -> Path:
     init_project(tmp_path / "proj", "ann")
     return tmp_path / "proj"
