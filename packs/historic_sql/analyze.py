@@ -139,39 +139,35 @@ class _Analysis:
         maybe = [src for src in known if self.has_column(src, name) is None]
         return maybe[0] if len(maybe) == 1 else (_AMBIGUOUS if maybe else None)
 
-    def tree(self, tree: exp.Expr, scopes: list[Scope]) -> None:
-        selects: dict[int, tuple[Scope, exp.Select]] = {}
+    def scopes(self, scopes: list[Scope]) -> None:
+        # the columns each scope collected while it was built (one walk per scope, never across a
+        # subquery): no walk of our own; a column's clause is the SELECT argument it sits under
+        equalities: dict[int, tuple[Scope, exp.EQ]] = {}
         for scope in scopes:
             for table in scope.tables:
                 if scope.sources.get(table.alias_or_name) is table:
                     self.table(table)
-            if isinstance(scope.expression, exp.Select):
-                selects[id(scope.expression)] = (scope, scope.expression)
-                for join in scope.expression.args.get("joins") or []:
-                    if join.args.get("using"):
-                        self._using(scope, join)
-        aliases: dict[int, dict[str, exp.Alias]] = {}
-        equalities: list[tuple[Scope, exp.EQ]] = []
-        # one compiled walk; a node belongs to the SELECT it is nested in (never across a subquery) and
-        # to the clause that SELECT holds it under
-        for node in tree.find_all(exp.Column, exp.EQ):
-            child: exp.Expr = node
-            parent: exp.Expr | None = node.parent
-            while parent is not None and not isinstance(parent, exp.Query):
-                child, parent = parent, parent.parent
-            found = selects.get(id(parent))
-            clause = CLAUSE_OF.get(child.arg_key or "")
-            if found is None or clause is None:
+            select = scope.expression
+            if not isinstance(select, exp.Select):
                 continue
-            owner, select = found
-            if isinstance(node, exp.EQ):
-                if clause in ("where", "join"):
-                    equalities.append((owner, node))
-            elif isinstance(node, exp.Column):
-                if id(owner) not in aliases:
-                    aliases[id(owner)] = {p.alias: p for p in select.selects if isinstance(p, exp.Alias)}
-                self._use(owner, node, clause, aliases[id(owner)])
-        for scope, eq in equalities:
+            for join in select.args.get("joins") or []:
+                if join.args.get("using"):
+                    self._using(scope, join)
+            aliases: dict[str, exp.Alias] | None = None
+            for column in _scope_columns(scope):
+                clause = _clause(column, select)
+                if clause is None:
+                    continue
+                if aliases is None:
+                    aliases = {p.alias: p for p in select.selects if isinstance(p, exp.Alias)}
+                self._use(scope, column, clause, aliases)
+                if clause == "where" or clause == "join":
+                    parent = column.parent
+                    while isinstance(parent, (exp.Paren, exp.Cast)):
+                        parent = parent.parent
+                    if isinstance(parent, exp.EQ):
+                        equalities.setdefault(id(parent), (scope, parent))
+        for scope, eq in equalities.values():
             left, right = _unwrap(eq.this), _unwrap(eq.expression)
             if type(left) is exp.Column and type(right) is exp.Column:
                 a, b = self.resolve(scope, left), self.resolve(scope, right)
@@ -212,6 +208,43 @@ class _Analysis:
                 self.uses.add((right[0], "join", right[1]))
 
 
+def _scope_columns(scope: Scope) -> list[exp.Column]:
+    """The scope's own columns, stars excluded. ``_raw_columns`` is what ``Scope.columns`` filters (it
+    adds correlated columns of child scopes and drops alias references, which ``_use`` decides itself)."""
+    scope.tables  # noqa: B018 -- collects the scope once
+    return scope._raw_columns
+
+
+def _clause(column: exp.Column, select: exp.Select) -> str | None:
+    child: exp.Expr = column
+    parent = column.parent
+    while parent is not None and parent is not select:
+        if isinstance(parent, exp.Query):
+            return None  # inside a query that is not this scope's
+        child, parent = parent, parent.parent
+    return CLAUSE_OF.get(child.arg_key or "") if parent is select else None
+
+
+def written_tables(tree: exp.Expr, scopes: list[Scope], dialect: str) -> tuple[str, ...]:
+    """Every table the statement names, lower-cased as written (``db.name``; table functions as
+    ``name()``), CTE references left out: ``normalize._tables`` from the scopes, without a walk."""
+    ctes = {cte.alias_or_name.lower() for scope in scopes for cte in scope.ctes}
+    tables = [table for scope in scopes for table in scope.tables]
+    if not isinstance(tree, exp.Query):  # DML/DDL: the target table is in no query scope
+        seen = {id(table) for table in tables}
+        tables += [table for table in tree.find_all(exp.Table) if id(table) not in seen]
+        ctes |= {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    names: dict[str, None] = {}
+    for table in tables:
+        if isinstance(table.this, exp.Func):
+            names[f"{table.this.sql(dialect).partition('(')[0].lower()}()"] = None
+            continue
+        parts = [part.name for part in table.parts]
+        if parts and not (len(parts) == 1 and parts[0].lower() in ctes):
+            names[".".join(parts).lower()] = None
+    return tuple(sorted(names))
+
+
 def _using_names(scope: Scope) -> set[str]:
     select = scope.expression
     joins = (select.args.get("joins") or []) if isinstance(select, exp.Select) else []
@@ -241,17 +274,26 @@ def analyze(template_id: str, sql: str, dialect: str, catalog: Catalog, search_p
 
 
 def analyze_tree(template_id: str, tree: exp.Expr, catalog: Catalog, search_path: Sequence[str]) -> ParsedTemplate:
-    """Resolve an already parsed (and literal-masked) template: the normalizer's tree, no second parse."""
+    """Resolve an already parsed template: the normalizer's tree, no second parse."""
+    return resolve_tree(template_id, tree, catalog, search_path)[0]
+
+
+def resolve_tree(template_id: str, tree: exp.Expr, catalog: Catalog, search_path: Sequence[str],
+                 dialect: str | None = None) -> tuple[ParsedTemplate, tuple[str, ...] | None]:
+    """``analyze_tree``, plus (given the dialect) the tables as written from the same scopes; any
+    failure becomes ``ParsedTemplate.error`` and no names, never an exception."""
     try:
+        scopes = traverse_scope(tree)
         analysis = _Analysis(catalog, search_path)
-        analysis.tree(tree, traverse_scope(tree))
+        analysis.scopes(scopes)
         if not isinstance(tree, exp.Query):  # DML/DDL: the target table is in no query scope
             ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
             for node in tree.find_all(exp.Table):
                 if node.name and (node.name not in ctes or node.db):
                     analysis.table(node)
+        names = written_tables(tree, scopes, dialect) if dialect is not None else None
     except Exception as exc:  # sqlglot raises many types (and RecursionError): one bad template must not end the batch
-        return ParsedTemplate(template_id, error=f"{type(exc).__name__}: {exc}"[:MAX_ERROR])
+        return ParsedTemplate(template_id, error=f"{type(exc).__name__}: {exc}"[:MAX_ERROR]), None
     tables = sorted({t.key for t in analysis.tables.values() if t is not None})
     return ParsedTemplate(template_id, tuple(tables), tuple(sorted(analysis.unknown)),
-                          tuple(sorted(analysis.uses)), tuple(sorted(analysis.joins)))
+                          tuple(sorted(analysis.uses)), tuple(sorted(analysis.joins))), names

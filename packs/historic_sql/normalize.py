@@ -1,49 +1,44 @@
 """One template per query shape: literals masked, keywords and whitespace normalized, a stable id.
 
-``Normalizer(dialect, redaction_patterns).normalize(sql)`` parses the text with sqlglot once and
-replaces every number and string literal (and ``$1`` / ``%s`` / ``:name`` / ``@name`` parameters)
-with ``?``; an IN list, ARRAY or multi-row VALUES made only of placeholders collapses to one
-placeholder (or one row); ``-?`` folds into ``?``. What stays: ``GROUP BY 1`` / ``ORDER BY 2``
-ordinals, type parameters (``DECIMAL(10, 2)``) and date-part units, which are structure rather
-than values, and INTERVAL values (several dialects spell them as one string with the unit). The
-SQL is generated back without comments (they carry run ids: dbt's invocation id, Metabase's
-query hash), on one line, keywords upper-cased; identifiers keep their spelling.
+``Normalizer(dialect, redaction_patterns).normalize(sql)`` tokenizes the text with sqlglot and prints
+the tokens back with every literal in a value position (and every parameter) masked as ``?``
+(``fingerprint.canonical``: what is masked and what is structure). ``template_id`` is the first 16
+hex digits of the sha256 of that canonical text, taken before the configured redaction patterns
+replace their matches with ``__redacted__`` in the stored SQL (so changing redaction never renumbers
+templates).
 
-``template_id`` is the first 16 hex digits of the sha256 of that canonical text, taken before the
-configured redaction patterns replace their matches with ``__redacted__`` in the stored SQL (so
-changing redaction never renumbers templates).
+The kind and the tables come from one sqlglot parse of the first text of each template: texts that
+differ only in literal values have the same canonical text, so the second one costs a tokenize and no
+parse. With an ``analyzer`` set (the batch path), the same tree is also resolved against the scan
+catalog (``analyses``), so attribution needs no second parse either. Results are cached by the BLAKE2b
+digest of the raw text (bounded, oldest out first: it never holds raw SQL). Statements that cannot
+carry table usage (``SET``, ``SHOW``, ``BEGIN``, ``DROP``...) are recognised by their first word and
+never tokenized.
 
-Speed: results are cached by raw text and by *shape*, the token stream with the values of
-literals in value positions (after ``=``, ``<``, ``LIKE``, ``BETWEEN``, ``LIMIT``, arithmetic, or
-inside IN / VALUES / ARRAY lists) blanked out. Two texts with one shape differ only in such
-values, so they get the same result without a second parse; a literal anywhere else (a function
-argument, after INTERVAL or ``->``) keeps its text in the shape, because sqlglot may read it as
-structure (``DATE_TRUNC('month', x)`` becomes a unit). Both caches are keyed by 128-bit BLAKE2b
-digests and bounded (oldest out first), so they never hold raw SQL. Statements that cannot carry table usage
-(``SET``, ``SHOW``, ``BEGIN``, ``DROP``...) are recognised by their first word and never parsed.
+pg_stat_statements texts get two repairs: ``$1,$2`` is spaced (sqlglot 30 cannot tokenize it) and,
+for the parse only, ``DATE $1`` (its spelling of ``DATE '2020-01-01'``, which no parser reads) becomes
+``CAST($1 AS DATE)``, the tree the literal itself gives; both spellings print ``CAST(? AS DATE)``.
 
-pg_stat_statements texts get two repairs before parsing: ``$1,$2`` is spaced (sqlglot 30 cannot
-tokenize it) and ``DATE $1`` (its spelling of ``DATE '2020-01-01'``, which no parser reads)
-becomes ``CAST($1 AS DATE)``, the tree the literal itself gives.
-
-Never raises: text sqlglot cannot tokenize or parse (or more than one statement) is masked with
-regular expressions instead, and the result says ``parse_failed``.
+Never raises: text sqlglot cannot tokenize is masked with regular expressions instead, and text it
+cannot parse as one statement keeps its token canonical; either way the result says ``parse_failed``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import sqlglot
-from sqlglot import ErrorLevel, Token, TokenType, exp
+from sqlglot import Token, exp
+
+from packs.historic_sql import fingerprint
 
 # SELECT | INSERT | UPDATE | DELETE | MERGE | CTAS (CREATE TABLE ... AS SELECT) | DDL | NOISE | OTHER
 ANALYTICAL_KINDS = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "MERGE", "CTAS"})
 REDACTED = "__redacted__"
-NORMALIZER_VERSION = "2"  # bump whenever a change here changes a canonical text (cached results go stale)
+NORMALIZER_VERSION = "3"  # bump whenever a change here changes a canonical text (cached results go stale)
 MAX_PARSE_CHARS = 100_000  # longer texts (generated IN lists) go straight to the regex masking
 
 _NOISE_WORDS = frozenset({
@@ -58,21 +53,6 @@ _DDL_WORDS = frozenset({"ALTER", "DROP", "TRUNCATE", "GRANT", "REVOKE", "COMMENT
 _GLUED_PARAM_RE = re.compile(r"(?<=\S)\$(?=\d)")  # sqlglot 30 cannot tokenize $1,$2 (fine with $1, $2)
 _TYPED_PARAM_RE = re.compile(r"\b(DATE|TIMESTAMPTZ|TIMESTAMP|TIME)\s+(\$\d+)", re.I)  # pg_stat_statements' DATE $1
 _FIRST_WORDS_RE = re.compile(r"(?:\s|--[^\n]*(?:\n|\Z)|/\*.*?\*/|\()*([A-Za-z_]+)(?:\s+([A-Za-z_]+))?", re.S)
-
-_SAFE_BEFORE = frozenset({
-    TokenType.EQ, TokenType.NEQ, TokenType.LT, TokenType.LTE, TokenType.GT, TokenType.GTE, TokenType.NULLSAFE_EQ,
-    TokenType.LIKE, TokenType.ILIKE, TokenType.BETWEEN, TokenType.AND, TokenType.OR, TokenType.LIMIT,
-    TokenType.OFFSET, TokenType.THEN, TokenType.ELSE, TokenType.WHEN, TokenType.PLUS, TokenType.DASH, TokenType.STAR,
-    TokenType.SLASH, TokenType.MOD, TokenType.DPIPE,
-})
-_LIST_OPENERS = frozenset({TokenType.IN, TokenType.VALUES, TokenType.ARRAY})
-_OPEN = frozenset({TokenType.L_PAREN, TokenType.L_BRACKET})
-_CLOSE = frozenset({TokenType.R_PAREN, TokenType.R_BRACKET})
-_LITERAL_TOKENS = frozenset({TokenType.STRING, TokenType.NUMBER})
-_IN_LIST = frozenset({TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.COMMA})  # before an item of a list
-_IN_VALUES = frozenset({TokenType.COMMA, TokenType.L_PAREN, TokenType.R_PAREN})  # what a VALUES run is made of
-_BRACKETS = _OPEN | _CLOSE | {TokenType.VALUES}
-_CODES = {kind: chr(0xE000 + index) for index, kind in enumerate(TokenType)}  # one private-use character per type
 
 _SCAN_RE = re.compile(r"""
     (?P<comment>--[^\n]*|/\*.*?\*/)
@@ -123,12 +103,11 @@ class Normalizer:
         self._redact = [re.compile(pattern, re.I) for pattern in redaction_patterns]
         self._cache_size = cache_size
         self._by_raw: dict[bytes, NormalizedSql] = {}  # keyed by digests: raw texts can be large
-        self._by_shape: dict[bytes, NormalizedSql] = {}
         self._by_id: dict[str, NormalizedSql] = {}
         self.parses = 0  # sqlglot parses actually run (the rest came from a cache)
-        # set by the batch path: resolve each parsed template from this tree too (before generation,
-        # which may rewrite it), so the batch parse need not parse the canonical text again
-        self.analyzer: Callable[[exp.Expr], object] | None = None
+        # set by the batch path: resolve each parsed template from this tree too, so the batch parse
+        # need not parse the canonical text again; it returns (parse result, tables as written or None)
+        self.analyzer: Callable[[exp.Expr], tuple[object, tuple[str, ...] | None]] | None = None
         self.analyses: dict[str, object] = {}
 
     def reserve(self, count: int) -> None:
@@ -160,40 +139,51 @@ class Normalizer:
         kind, worth_parsing = _kind_from_words(sql)
         if not worth_parsing or len(sql) > MAX_PARSE_CHARS:
             return self._fallback(sql, kind, failed=worth_parsing)
-        if "$" in sql:  # pg_stat_statements texts: make them parseable, as the same tree their literals give
-            sql = _TYPED_PARAM_RE.sub(r"CAST(\2 AS \1)", _GLUED_PARAM_RE.sub(" $", sql))
+        if "$" in sql:
+            sql = _GLUED_PARAM_RE.sub(" $", sql)
         try:
             tokens = self._tokenizer.tokenize(sql)
         except Exception:  # sqlglot raises TokenError and, on odd input, others: the regex path takes over
             return self._fallback(sql, kind, failed=True)
-        shape = _digest(_shape(tokens))
-        cached = self._by_shape.get(shape)
-        if cached is not None:
-            return cached
+        canonical = fingerprint.canonical(tokens, sql)
+        template = template_id(canonical)
+        seen = self._by_id.get(template)  # the same text but for literal values: parsed already
+        if seen is not None:
+            return seen
+        tree = self._parse(sql, tokens)
+        if tree is None:
+            return NormalizedSql(template, self._redacted(canonical), kind, _regex_tables(canonical),
+                                 parse_failed=True)
+        tables = None
+        if self.analyzer is not None:  # it reads the tables from its scopes: no walk of our own
+            analysis, tables = self.analyzer(tree)
+            self.analyses.setdefault(template, analysis)
+        if tables is None:
+            tables = _tables(tree, self.dialect)
+        return NormalizedSql(template, self._redacted(canonical), _kind(tree), tables)
+
+    def _parse(self, sql: str, tokens: list[Token]) -> exp.Expr | None:
+        """The one statement ``sql`` holds, or None when sqlglot cannot read it as one."""
+        if "$" in sql:  # pg_stat_statements' DATE $1: parse it as the tree its literal gives
+            repaired = _TYPED_PARAM_RE.sub(r"CAST(\2 AS \1)", sql)
+            if repaired != sql:
+                try:
+                    sql, tokens = repaired, self._tokenizer.tokenize(repaired)
+                except Exception:
+                    return None
         try:
             self.parses += 1
             statements = [tree for tree in self._dialect.parser().parse(tokens, sql) if tree is not None]
         except Exception:  # ParseError, and RecursionError on pathological nesting
-            return self._fallback(sql, kind, failed=True)
+            return None
         if len(statements) != 1 or isinstance(statements[0], exp.Command):
-            return self._fallback(sql, kind, failed=True)
-        tree = statements[0]
-        _mask(tree)
-        kind, tables = _kind(tree), _tables(tree, self.dialect)
-        analysis = self.analyzer(tree) if self.analyzer is not None else None
-        # copy=False: the tree is thrown away after this, and copying it cost as much as generating
-        canonical = self._dialect.generate(tree, copy=False, comments=False, normalize_functions="upper",
-                                           unsupported_level=ErrorLevel.IGNORE)
-        result = NormalizedSql(template_id(canonical), self._redacted(canonical), kind, tables)
-        if analysis is not None:
-            self.analyses.setdefault(result.template_id, analysis)
-        self._remember(self._by_shape, shape, result)
-        return result
+            return None
+        return statements[0]
 
     def _fallback(self, sql: str, kind: str, *, failed: bool) -> NormalizedSql:
         canonical = regex_mask(sql)
-        tables = tuple(sorted({_unquote(name) for name in _FROM_RE.findall(canonical)}))
-        return NormalizedSql(template_id(canonical), self._redacted(canonical), kind, tables, parse_failed=failed)
+        return NormalizedSql(template_id(canonical), self._redacted(canonical), kind, _regex_tables(canonical),
+                             parse_failed=failed)
 
     def _redacted(self, sql: str) -> str:
         for pattern in self._redact:
@@ -206,92 +196,7 @@ class Normalizer:
         cache[key] = value
 
 
-# ---- shape ---------------------------------------------------------------------------------------------------
-
-
-def _shape(tokens: Sequence[Token]) -> str:
-    """The token stream with literal values blanked where their value cannot change the parse."""
-    parts: list[str] = []
-    append = parts.append
-    lists: list[bool] = []  # per open bracket: is it an IN / VALUES / ARRAY list?
-    values_depth: int | None = None  # depth of a VALUES (...), (...) run
-    previous: TokenType | None = None
-    earlier: TokenType | None = None
-    for token in tokens:
-        kind = token.token_type
-        if kind in _LITERAL_TOKENS and earlier is not TokenType.INTERVAL and (  # INTERVAL -1 DAY keeps its -1
-                previous in _SAFE_BEFORE or (lists and lists[-1] and previous in _IN_LIST) or (
-                kind is TokenType.STRING and previous is TokenType.DATE and earlier in _SAFE_BEFORE)):
-            append("?")
-        else:
-            append(_CODES[kind] + token.text)  # the type too: 'select' (a string) is not SELECT
-        if kind in _BRACKETS or values_depth is not None:
-            depth = len(lists)
-            if kind in _OPEN:
-                lists.append(previous in _LIST_OPENERS or (values_depth == depth and previous is TokenType.COMMA))
-            elif kind in _CLOSE and lists:
-                lists.pop()
-            if kind is TokenType.VALUES:
-                values_depth = depth
-            elif values_depth == depth and kind not in _IN_VALUES:
-                values_depth = None
-        earlier, previous = previous, kind
-    return "\x1f".join(parts)
-
-
-# ---- masking the tree ----------------------------------------------------------------------------------------
-
-
-def _placeholder() -> exp.Placeholder:
-    return exp.Placeholder(jdbc=True)  # renders as ? in every dialect
-
-
-def _is_value(node: exp.Literal) -> bool:
-    parent = node.parent
-    if node.arg_key == "unit" or isinstance(parent, exp.DataTypeParam | exp.Interval):
-        return False
-    return not isinstance(parent, (exp.Group, exp.Ordered))  # GROUP BY 1, ORDER BY 2: ordinals
-
-
-def _all_placeholders(nodes: Iterable[exp.Expr]) -> bool:
-    items = list(nodes)
-    return bool(items) and all(isinstance(node, exp.Placeholder) for node in items)
-
-
-_VALUE_NODES = (exp.Literal, exp.Parameter, exp.Placeholder)
-
-
-def _mask(tree: exp.Expr) -> None:
-    # one walk collects every node the passes below touch (four walks cost a quarter of a parse)
-    values_nodes: list[exp.Expr] = []
-    negs: list[exp.Expr] = []
-    lists: list[exp.Expr] = []
-    rows_nodes: list[exp.Expr] = []
-    for node in tree.walk():
-        if isinstance(node, _VALUE_NODES):
-            values_nodes.append(node)
-        elif isinstance(node, exp.Neg):
-            negs.append(node)
-        elif isinstance(node, exp.In | exp.Array):
-            lists.append(node)
-        elif isinstance(node, exp.Values):
-            rows_nodes.append(node)
-    for node in values_nodes:
-        if isinstance(node.parent, exp.Parameter) or (isinstance(node, exp.Literal) and not _is_value(node)):
-            continue  # the inside of $1 / @name (the parameter itself is replaced), or structure
-        node.replace(_placeholder())
-    for neg in negs:
-        if isinstance(neg.this, exp.Placeholder):
-            neg.replace(_placeholder())
-    for node in lists:
-        items = node.expressions
-        if len(items) > 1 and _all_placeholders(items):
-            node.set("expressions", [_placeholder()])
-    for values in rows_nodes:
-        rows = values.expressions
-        if len(rows) > 1 and all(isinstance(row, exp.Tuple) and _all_placeholders(row.expressions) for row in rows) \
-                and len({len(row.expressions) for row in rows}) == 1:
-            values.set("expressions", [rows[0]])
+# ---- facts from the tree ------------------------------------------------------------------------------------
 
 
 def _kind(tree: exp.Expr) -> str:
@@ -313,9 +218,15 @@ def _kind(tree: exp.Expr) -> str:
 
 
 def _tables(tree: exp.Expr, dialect: str) -> tuple[str, ...]:
-    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    ctes: set[str] = set()
+    found: list[exp.Table] = []
+    for node in tree.find_all(exp.Table, exp.CTE):  # one walk for both
+        if isinstance(node, exp.CTE):
+            ctes.add(node.alias_or_name.lower())
+        else:
+            found.append(node)
     names: dict[str, None] = {}
-    for table in tree.find_all(exp.Table):
+    for table in found:
         if isinstance(table.this, exp.Func):
             names[f"{table.this.sql(dialect).partition('(')[0].lower()}()"] = None
             continue
@@ -364,6 +275,10 @@ def regex_mask(sql: str) -> str:
     masked = " ".join(_SCAN_RE.sub(replace, sql).split()).rstrip("; ")
     masked = _IN_LIST_RE.sub("IN (?)", masked)
     return _VALUES_RE.sub(r"\1", masked)
+
+
+def _regex_tables(canonical: str) -> tuple[str, ...]:
+    return tuple(sorted({_unquote(name) for name in _FROM_RE.findall(canonical)}))
 
 
 def _unquote(name: str) -> str:

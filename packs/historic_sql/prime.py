@@ -10,8 +10,8 @@ versions: derived state, delete it any time), and normalizes the rest in a ``for
 reader's ``Normalizer``, whose per-line calls then hit its in-memory cache. Pool and in-process give
 the same results: normalization is a pure function of the text, the dialect and the redaction list.
 
-Given the scan catalog, each freshly parsed template is also resolved (``analyze_tree``) from the very
-tree the normalizer built, before generation: ``Primer.analyses`` (template id -> parse result) lets the
+Given the scan catalog, each freshly parsed template is also resolved (``resolve_tree``) from the very
+tree the normalizer built: ``Primer.analyses`` (template id -> parse result) lets the
 batch parse skip parsing those canonical texts a second time. A test checks that this agrees with
 parsing the canonical text.
 """
@@ -19,6 +19,7 @@ parsing the canonical text.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 import time
 from collections.abc import Iterable, Sequence
@@ -28,13 +29,16 @@ from pathlib import Path
 import orjson
 
 from khive.sqlite_util import immediate, open_wal
-from packs.historic_sql.analyze import analyze_tree
+from packs.historic_sql.analyze import resolve_tree
 from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.normalize import NORMALIZER_VERSION, NormalizedSql, Normalizer
 from packs.historic_sql.parse import CACHE_FILE, SQLGLOT_VERSION, chunks_for, pool_context
 from packs.historic_sql.parsed import ParsedTemplate
 
 POOL_THRESHOLD = 500
+# sqlglot trees are cyclic, so the collector must run; but at the default 700 allocations per young
+# collection it ran every few nodes of a tree and cost a fifth of a parse
+WORKER_GC_THRESHOLD = (20_000, 20, 20)
 
 
 def _digest(sql: str) -> str:
@@ -121,12 +125,16 @@ def prime(normalizer: Normalizer, texts: Iterable[str], *, cache: NormalCache | 
 _WORKER: Normalizer | None = None
 
 
-def _init_worker(dialect: str, redaction_patterns: tuple[str, ...], analysis: Analysis | None) -> None:
+def _init_worker(dialect: str, redaction_patterns: tuple[str, ...], analysis: Analysis | None,
+                 tune_gc: bool = False) -> None:
     global _WORKER
+    if tune_gc:  # a pool worker: what it imported and was given lives as long as it does
+        gc.freeze()
+        gc.set_threshold(*WORKER_GC_THRESHOLD)
     _WORKER = Normalizer(dialect, redaction_patterns)
     if analysis is not None:
         catalog, search_path = analysis
-        _WORKER.analyzer = lambda tree: analyze_tree("", tree, catalog, search_path)
+        _WORKER.analyzer = lambda tree: resolve_tree("", tree, catalog, search_path, dialect)
 
 
 def _release() -> None:
@@ -156,7 +164,7 @@ def _pool(items: list[tuple[str, str]], dialect: str, redaction: tuple[str, ...]
     out: Rows = []
     cpu = 0.0
     with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=context,
-                             initializer=_init_worker, initargs=(dialect, redaction, analysis)) as pool:
+                             initializer=_init_worker, initargs=(dialect, redaction, analysis, True)) as pool:
         for rows, parsed, seconds in pool.map(_chunk, chunks):
             out.extend(rows)
             found.extend(parsed)

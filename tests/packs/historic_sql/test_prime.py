@@ -61,3 +61,23 @@ def test_pool_and_in_process_agree_and_the_cache_serves_the_rerun(tmp_path: Path
     assert prime(Normalizer("sqlite", ["secret"]), texts, cache=other)["cached"] == 0
     cache.close()
     other.close()
+
+
+GOLDEN = Path(__file__).parent / "fixtures" / "normalize"
+SHAPES = [
+    "INSERT INTO main.archive SELECT * FROM orders o WHERE o_orderdate < '1990-01-01'",
+    "WITH x AS (SELECT * FROM orders), y AS (SELECT * FROM x JOIN lineitem ON l_orderkey = o_orderkey) "
+    "SELECT * FROM y, generate_series(1, 3) AS g WHERE EXISTS (SELECT 1 FROM Nation n WHERE n.n_name = 'x')",
+    "UPDATE customer SET c_name = 'x' WHERE c_custkey IN (SELECT o_custkey FROM orders)",
+    "SELECT * FROM (SELECT c_custkey FROM customer) AS d UNION ALL SELECT o_custkey FROM pg_catalog.pg_class",
+    "DELETE FROM lineitem WHERE l_orderkey IN (WITH o AS (SELECT o_orderkey FROM orders) SELECT * FROM o)",
+]
+
+
+def test_facts_from_the_analyzers_scopes_equal_a_plain_normalization() -> None:
+    for dialect in ("postgres", "sqlite", "duckdb"):
+        texts = TEXTS + SHAPES + [path.read_text(encoding="utf-8") for path in sorted(GOLDEN.glob(f"*.{dialect}.sql"))]
+        fused = Normalizer(dialect)
+        prime(fused, texts, analysis=(CATALOG, ("main",)), analyses={})
+        for text in texts:
+            assert fused.normalize(text) == Normalizer(dialect).normalize(text), text

@@ -426,7 +426,7 @@ def test_snowflake_reader_parses_recorded_rows() -> None:
     assert (orders.stats.executions, orders.stats.distinctUsers, orders.stats.errorRate) == (60, 4, round(4 / 60, 6))
     assert orders.stats.p50RuntimeMs == round((230 * 44 + 150 * 16) / 60, 3) and orders.stats.p95RuntimeMs == 1500.0
     assert orders.topUsers == ["ANA", "BOB", "CY", "DI", "EVE"]
-    redash = by_sql(result, "DATE_TRUNC('WEEK'")
+    redash = by_sql(result, "DATE_TRUNC('week'")
     assert redash.markers == ["redash"] and redash.topUsers == ["REDASH"]
     assert len(result.templates) == 3  # current_version(): a trivial probe
 
