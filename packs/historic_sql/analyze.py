@@ -62,23 +62,28 @@ class _Analysis:
         self.joins: set[JoinEdge] = set()
         self.outputs: dict[tuple[int, str], Ref | None] = {}
         self.refs: dict[tuple[int, str, str], Any] = {}
+        self.selects: dict[int, frozenset[str]] = {}  # id(derived scope) -> its output names
 
     # -- sources ------------------------------------------------------------------------------------
     def table(self, node: exp.Table) -> CatalogTable | None:
         key = id(node)
-        if key not in self.tables:
-            found = self.catalog.resolve(node.name, node.text("db"), node.text("catalog"), self.search_path)
-            self.tables[key] = found
+        found = self.tables.get(key, _MISSING)
+        if found is _MISSING:
+            found = self.tables[key] = self.catalog.resolve(node.name, node.text("db"), node.text("catalog"),
+                                                            self.search_path)
             if found is None and node.name:
                 self.unknown.add(".".join(p for p in (node.text("catalog"), node.text("db"), node.name) if p))
-        return self.tables[key]
+        return found  # type: ignore[return-value]
 
     def has_column(self, source: exp.Table | Scope, name: str) -> bool | None:
         """True/False when the catalog (or the derived table) knows; None when it cannot tell."""
         if isinstance(source, exp.Table):
             found = self.table(source)
             return None if found is None or not found.columns else found.column(name) is not None
-        selects = source.expression.named_selects if isinstance(source.expression, exp.Query) else []
+        selects = self.selects.get(id(source))
+        if selects is None:
+            query = source.expression
+            selects = self.selects[id(source)] = frozenset(query.named_selects if isinstance(query, exp.Query) else ())
         return True if name in selects else (None if "*" in selects else False)
 
     def through(self, source: exp.Table | Scope, name: str) -> Ref | None:
@@ -130,13 +135,18 @@ class _Analysis:
         return None
 
     def _unqualified(self, scope: Scope, sources: dict[str, tuple[Any, Any]], name: str) -> Any:
-        known = [src for _, src in sources.values()]
-        definite = [src for src in known if self.has_column(src, name)]
+        definite: list[Any] = []
+        maybe: list[Any] = []
+        for _, source in sources.values():
+            known = self.has_column(source, name)
+            if known:
+                definite.append(source)
+            elif known is None:
+                maybe.append(source)
         if len(definite) == 1:
             return definite[0]
         if definite:  # ambiguous, unless a USING join merged the name: then the left-most source has it
             return definite[0] if name in _using_names(scope) else _AMBIGUOUS
-        maybe = [src for src in known if self.has_column(src, name) is None]
         return maybe[0] if len(maybe) == 1 else (_AMBIGUOUS if maybe else None)
 
     def scopes(self, scopes: list[Scope]) -> None:

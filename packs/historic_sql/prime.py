@@ -1,19 +1,22 @@
 """Normalize a whole query log's distinct texts up front: a cross-run cache, then a process pool.
 
-The log reader normalizes every distinct text once (``normalize.py``: a sqlglot parse, masking and
-generation, about twice a bare parse). Done line by line in one process that alone would cost more
-than the whole batch parse; so before the reader folds its lines, ``prime`` takes the distinct texts,
-serves what ``.khive/historic-sql-cache.sqlite`` already holds (table ``normalized``, keyed by the
-BLAKE2b digest of the raw text under a context of dialect, redaction patterns, normalizer and sqlglot
-versions: derived state, delete it any time), and normalizes the rest in a ``forkserver`` pool
-(chunks, never a round trip per text; in process below ``pool_threshold``). The results go into the
-reader's ``Normalizer``, whose per-line calls then hit its in-memory cache. Pool and in-process give
-the same results: normalization is a pure function of the text, the dialect and the redaction list.
+The log reader normalizes every distinct text once (``normalize.py``: a tokenize, the canonical text,
+and for the first text of each template a sqlglot parse). Done line by line in one process that alone
+would cost more than a bare parse of the log; so before the reader folds its lines, ``prime`` takes the
+distinct texts, serves what ``.khive/historic-sql-cache.sqlite`` already holds (table ``normalized``,
+keyed by the BLAKE2b digest of the raw text under a context of dialect, redaction patterns, normalizer
+and sqlglot versions: derived state, delete it any time), and normalizes the rest in a ``forkserver``
+pool, streaming: chunks go to the workers while the reader is still reading (never a round trip per
+text; in process below ``pool_threshold``). The results go into the reader's ``Normalizer``, whose
+per-line calls then hit its in-memory cache. Pool and in-process give the same results: normalization
+is a pure function of the text, the dialect and the redaction list. Workers freeze what they start
+with and collect young garbage less often (sqlglot trees are cyclic: the collector must run, but the
+default thresholds made it cost a fifth of a parse).
 
 Given the scan catalog, each freshly parsed template is also resolved (``resolve_tree``) from the very
-tree the normalizer built: ``Primer.analyses`` (template id -> parse result) lets the
-batch parse skip parsing those canonical texts a second time. A test checks that this agrees with
-parsing the canonical text.
+tree the normalizer built: ``Primer.analyses`` (template id -> parse result) lets the batch parse skip
+parsing those canonical texts a second time. A test checks that this agrees with parsing the
+canonical text.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ import gc
 import hashlib
 import time
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 
 import orjson
@@ -32,13 +36,12 @@ from khive.sqlite_util import immediate, open_wal
 from packs.historic_sql.analyze import resolve_tree
 from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.normalize import NORMALIZER_VERSION, NormalizedSql, Normalizer
-from packs.historic_sql.parse import CACHE_FILE, SQLGLOT_VERSION, chunks_for, pool_context
+from packs.historic_sql.parse import CACHE_FILE, SQLGLOT_VERSION, pool_context
 from packs.historic_sql.parsed import ParsedTemplate
 
 POOL_THRESHOLD = 500
-# sqlglot trees are cyclic, so the collector must run; but at the default 700 allocations per young
-# collection it ran every few nodes of a tree and cost a fifth of a parse
-WORKER_GC_THRESHOLD = (20_000, 20, 20)
+STREAM_CHUNK = 250  # texts per pool task: about a quarter second of work, so the last task ends the pool soon
+WORKER_GC_THRESHOLD = (20_000, 20, 20)  # young collections every 20k allocations instead of 700
 
 
 def _digest(sql: str) -> str:
@@ -86,39 +89,73 @@ Analysis = tuple[Catalog, tuple[str, ...]]  # (scan catalog, search path)
 
 def prime(normalizer: Normalizer, texts: Iterable[str], *, cache: NormalCache | None = None, workers: int = 1,
           pool_threshold: int = POOL_THRESHOLD, redaction_patterns: Sequence[str] = (),
-          analysis: Analysis | None = None, analyses: dict[str, bytes] | None = None) -> dict[str, int]:
+          analysis: Analysis | None = None, analyses: dict[str, bytes] | None = None,
+          chunk_size: int = STREAM_CHUNK) -> dict[str, int]:
     """Fill ``normalizer`` with the results for ``texts`` (and ``analyses`` with parse results of the
-    templates parsed here, when ``analysis`` is given); counts of cached and normalized texts."""
-    distinct = {_digest(text): text for text in texts}
-    normalizer.reserve(len(distinct) + 1_000)
+    templates parsed here, when ``analysis`` is given); counts of cached and normalized texts.
+
+    ``texts`` is consumed as it yields: once ``pool_threshold`` texts need normalizing (and there is
+    more than one worker) a pool starts and takes them in chunks of ``chunk_size`` while the caller's
+    iterable (the log reader) goes on reading. Chunks follow the order texts are first seen in, so a
+    file gives the same chunks every time; the results do not depend on them anyway."""
     stored = cache.load() if cache is not None else {}
-    todo: list[tuple[str, str]] = []
-    for digest, text in distinct.items():
-        payload = stored.get(digest)
-        if payload is None:
-            todo.append((digest, text))
-        else:
+    redaction = tuple(redaction_patterns)
+    seen: set[str] = set()
+    chunks: list[list[tuple[str, str]]] = []
+    futures: list[Future[tuple[Rows, Rows, float]]] = []
+    pending: list[tuple[str, str]] = []
+    cached = 0
+    with ExitStack() as stack:
+        pool: ProcessPoolExecutor | None = None
+        for text in texts:
+            digest = _digest(text)
+            if digest in seen:
+                continue
+            seen.add(digest)
+            payload = stored.get(digest)
+            if payload is not None:
+                normalizer.reserve(len(seen) + 1_000)
+                normalizer.remember(text, _result(payload))
+                cached += 1
+                continue
+            pending.append((digest, text))
+            if pool is None and workers > 1 and len(pending) >= pool_threshold:
+                pool = stack.enter_context(ProcessPoolExecutor(
+                    max_workers=workers, mp_context=pool_context(), initializer=_init_worker,
+                    initargs=(normalizer.dialect, redaction, analysis, True)))
+            if pool is not None and len(pending) >= chunk_size:
+                chunks.append(pending)
+                futures.append(pool.submit(_chunk, pending))
+                pending = []
+        if pending:
+            chunks.append(pending)
+            if pool is not None:
+                futures.append(pool.submit(_chunk, pending))
+        if pool is not None:
+            done = [future.result() for future in futures]
+        else:  # few texts or one worker: starting processes would cost more than it saves
+            _init_worker(normalizer.dialect, redaction, analysis)
+            try:
+                done = [_chunk(chunk) for chunk in chunks]
+            finally:
+                _release()
+    normalizer.reserve(len(seen) + 1_000)
+    fresh: Rows = []
+    cpu = 0.0
+    for chunk, (rows, parsed, seconds) in zip(chunks, done, strict=True):
+        for (digest, text), (same, payload) in zip(chunk, rows, strict=True):
+            assert digest == same
             normalizer.remember(text, _result(payload))
-    todo.sort()
-    found: list[tuple[str, bytes]] = []
-    pooled = workers > 1 and len(todo) >= pool_threshold
-    if pooled:
-        fresh, cpu = _pool(todo, normalizer.dialect, tuple(redaction_patterns), analysis, workers, found)
-    else:
-        _init_worker(normalizer.dialect, tuple(redaction_patterns), analysis)
-        try:
-            fresh, found, cpu = _chunk(todo)
-        finally:
-            _release()
-    for (digest, text), (same, payload) in zip(todo, fresh, strict=True):
-        assert digest == same
-        normalizer.remember(text, _result(payload))
-    if analyses is not None:
-        analyses.update(found)
+        fresh.extend(rows)
+        if analyses is not None:
+            analyses.update(parsed)
+        cpu += seconds
     if cache is not None and fresh:
         cache.store(fresh)
-    return {"texts": len(distinct), "cached": len(distinct) - len(todo), "normalized": len(todo),
-            "workers": min(workers, len(todo)) if pooled else 1, "cpuMs": round(cpu * 1000)}
+    normalized = len(seen) - cached
+    return {"texts": len(seen), "cached": cached, "normalized": normalized,
+            "workers": min(workers, len(chunks)) if futures else 1, "chunks": len(chunks),
+            "cpuMs": round(cpu * 1000)}
 
 
 # -- workers (and the in-process path: the same functions) -------------------------------------------------
@@ -155,21 +192,6 @@ def _chunk(items: list[tuple[str, str]]) -> tuple[Rows, Rows, float]:
               for tid, result in worker.analyses.items() if isinstance(result, ParsedTemplate)]
     worker.analyses.clear()
     return rows, parsed, time.process_time() - started
-
-
-def _pool(items: list[tuple[str, str]], dialect: str, redaction: tuple[str, ...], analysis: Analysis | None,
-          workers: int, found: Rows) -> tuple[Rows, float]:
-    chunks = chunks_for(items, workers)
-    context = pool_context()
-    out: Rows = []
-    cpu = 0.0
-    with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=context,
-                             initializer=_init_worker, initargs=(dialect, redaction, analysis, True)) as pool:
-        for rows, parsed, seconds in pool.map(_chunk, chunks):
-            out.extend(rows)
-            found.extend(parsed)
-            cpu += seconds
-    return out, cpu
 
 
 class Primer:

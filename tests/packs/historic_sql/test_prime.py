@@ -46,11 +46,11 @@ def test_pool_and_in_process_agree_and_the_cache_serves_the_rerun(tmp_path: Path
     pooled_found: dict[str, bytes] = {}
     local_found: dict[str, bytes] = {}
     cache = NormalCache(tmp_path / "cache.sqlite", "sqlite", ())
-    stats = prime(pooled, texts, cache=cache, workers=2, pool_threshold=1, analysis=(CATALOG, ("main",)),
-                  analyses=pooled_found)
+    stats = prime(pooled, iter(texts), cache=cache, workers=2, pool_threshold=1, chunk_size=3,
+                  analysis=(CATALOG, ("main",)), analyses=pooled_found)
     prime(local, texts, workers=1, analysis=(CATALOG, ("main",)), analyses=local_found)
-    assert {k: stats[k] for k in ("texts", "cached", "normalized", "workers")} == {
-        "texts": len(texts), "cached": 0, "normalized": len(texts), "workers": 2}
+    assert {k: stats[k] for k in ("texts", "cached", "normalized", "workers", "chunks")} == {
+        "texts": len(texts), "cached": 0, "normalized": len(texts), "workers": 2, "chunks": 6}
     assert [pooled.normalize(t) for t in texts] == [local.normalize(t) for t in texts]
     assert pooled_found == local_found
     again = Normalizer("sqlite")
