@@ -63,6 +63,7 @@ class _Analysis:
         self.outputs: dict[tuple[int, str], Ref | None] = {}
         self.refs: dict[tuple[int, str, str], Any] = {}
         self.selects: dict[int, frozenset[str]] = {}  # id(derived scope) -> its output names
+        self.entries: dict[int, list[tuple[Any, Any, Any]]] = {}  # id(scope) -> see _entries
 
     # -- sources ------------------------------------------------------------------------------------
     def table(self, node: exp.Table) -> CatalogTable | None:
@@ -137,8 +138,14 @@ class _Analysis:
     def _unqualified(self, scope: Scope, sources: dict[str, tuple[Any, Any]], name: str) -> Any:
         definite: list[Any] = []
         maybe: list[Any] = []
-        for _, source in sources.values():
-            known = self.has_column(source, name)
+        lower = name.lower()
+        for source, columns, selects in self._entries(scope, sources):
+            if columns is not None:  # a catalog table: exact spelling, or the one case-insensitive match
+                known: bool | None = name in columns or lower in columns
+            elif selects is not None:
+                known = True if name in selects else (None if "*" in selects else False)
+            else:
+                known = None  # a table the scan does not know (or knows without columns)
             if known:
                 definite.append(source)
             elif known is None:
@@ -148,6 +155,22 @@ class _Analysis:
         if definite:  # ambiguous, unless a USING join merged the name: then the left-most source has it
             return definite[0] if name in _using_names(scope) else _AMBIGUOUS
         return maybe[0] if len(maybe) == 1 else (_AMBIGUOUS if maybe else None)
+
+    def _entries(self, scope: Scope, sources: dict[str, tuple[Any, Any]]) -> list[tuple[Any, Any, Any]]:
+        """(source, catalog column lookup or None, derived output names or None) per source of a scope,
+        built once: every unqualified name of the scope checks them all."""
+        entries = self.entries.get(id(scope))
+        if entries is None:
+            entries = []
+            for _, source in sources.values():
+                if isinstance(source, exp.Table):
+                    found = self.table(source)
+                    entries.append((source, found.lookup if found is not None and found.columns else None, None))
+                else:
+                    self.has_column(source, "")  # fills self.selects
+                    entries.append((source, None, self.selects[id(source)]))
+            self.entries[id(scope)] = entries
+        return entries
 
     def scopes(self, scopes: list[Scope]) -> None:
         # the columns each scope collected while it was built (one walk per scope, never across a

@@ -37,12 +37,12 @@ class CatalogTable:
     name: str
     columns: tuple[str, ...]
     key: str
-    _lookup: dict[str, str] = field(compare=False, repr=False)  # exact and unambiguous lower-case spellings
+    lookup: dict[str, str] = field(compare=False, repr=False)  # exact and unambiguous lower-case spellings
 
     def column(self, name: str) -> str | None:
         """The catalog's spelling of column ``name`` (case-insensitive), or None."""
-        found = self._lookup.get(name)
-        return found if found is not None else self._lookup.get(name.lower())
+        found = self.lookup.get(name)
+        return found if found is not None else self.lookup.get(name.lower())
 
 
 class Catalog:
