@@ -1,6 +1,7 @@
 """Which reader a connection's history comes from, and the engine defaults that go with it.
 
-    historicSql.queryLog set      the query-log file (any driver; the only source for sqlite and duckdb)
+    historicSql.queryLog set      the query-log file (any driver; the only source for sqlite and duckdb),
+                                  its aggregate kept across runs in the project's ``.khive/`` (logcache.py)
     postgres                      pg_stat_statements of the database the connection's url names
     bigquery / snowflake          their job history views, run through the connection's driver
 """
@@ -40,9 +41,11 @@ def read_history(runtime: Runtime, name: str, settings: HistoricSqlConfig, *, pr
     dialect = DIALECTS[connection.driver]
     log = query_log(runtime, name, settings)
     if log is not None:
+        from packs.historic_sql.readers.logcache import AggregateCache
         from packs.historic_sql.readers.logfile import read_logfile
 
-        return read_logfile(log, settings, dialect=dialect, log_format=settings.queryLogFormat, primer=primer)
+        return read_logfile(log, settings, dialect=dialect, log_format=settings.queryLogFormat, primer=primer,
+                            cache=AggregateCache.for_project(runtime.project))
     if connection.driver == "postgres":
         from packs.historic_sql.readers.postgres import read_postgres
 

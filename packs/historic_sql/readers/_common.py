@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from packs.historic_sql.config import HistoricSqlConfig
 from packs.historic_sql.filters import PARSE_FALLBACK, apply_filters, orchestrator_markers
 from packs.historic_sql.models import AggregatedTemplate, ProbeFinding
 from packs.historic_sql.normalize import NormalizedSql, Normalizer
+from packs.historic_sql.parsed import paused_gc
 
 TOP_USERS = 5
 
@@ -18,6 +19,7 @@ TOP_USERS = 5
 class ReaderResult(NamedTuple):
     templates: list[AggregatedTemplate]
     findings: list[ProbeFinding]
+    stats: Mapping[str, Any] | None = None  # how the reader got there (the log reader: its aggregate cache)
 
 
 def top_users(counts: Mapping[str, float], limit: int = TOP_USERS) -> list[str]:
@@ -54,15 +56,16 @@ def info(code: str, message: str, fix: str = "") -> ProbeFinding:
 
 
 def finish(templates: Sequence[AggregatedTemplate], findings: list[ProbeFinding], config: HistoricSqlConfig,
-           normalizer: Normalizer, now: datetime | None) -> ReaderResult:
+           normalizer: Normalizer, now: datetime | None, stats: Mapping[str, Any] | None = None) -> ReaderResult:
     """The in-memory filters, plus one finding for regex-masked templates and one for what was dropped."""
     fallback = sum(PARSE_FALLBACK in template.markers for template in templates)
     if fallback:
         findings.append(info("parse_fallback", f"{fallback} templates could not be parsed as {normalizer.dialect} "
                                                "SQL and were masked with regular expressions (marked parse-fallback); "
                                                "their table lists may be incomplete"))
-    outcome = apply_filters(templates, config, normalizer=normalizer, now=now)
+    with paused_gc():  # tens of thousands of records in, as many (or model copies) out, none cyclic
+        outcome = apply_filters(templates, config, normalizer=normalizer, now=now)
     summary = outcome.finding()
     if summary is not None:
         findings.append(summary)
-    return ReaderResult(outcome.kept, findings)
+    return ReaderResult(outcome.kept, findings, stats)

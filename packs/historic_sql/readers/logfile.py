@@ -18,6 +18,10 @@ record with the wrong number of fields) is skipped and reported: one ``malformed
 per line for the first ``max_line_findings``, and a ``malformed_lines`` summary with the total.
 Executions older than ``windowDays`` and executions by excluded service accounts are skipped
 and counted. Nothing here raises for a bad file; an unreadable one is an error finding.
+
+Across runs, given an ``AggregateCache`` (``logcache.py``): a log whose bytes, settings and window
+edges match a stored aggregate is not read at all; the stored aggregate (before the in-memory filters)
+goes through ``finish`` again. So reading the same log twice in a day costs a hash of the file.
 """
 
 from __future__ import annotations
@@ -36,9 +40,10 @@ from typing import Any, Literal, TextIO
 import orjson
 
 from packs.historic_sql.config import HistoricSqlConfig
-from packs.historic_sql.filters import SERVICE_ACCOUNT, AccountRules, iso, parse_time
+from packs.historic_sql.filters import ORCHESTRATORS, SERVICE_ACCOUNT, AccountRules, iso, parse_time
 from packs.historic_sql.models import AggregatedTemplate, ProbeFinding, TemplateStats
-from packs.historic_sql.normalize import Normalizer
+from packs.historic_sql.normalize import NORMALIZER_VERSION, Normalizer
+from packs.historic_sql.parse import SQLGLOT_VERSION
 from packs.historic_sql.readers._common import (
     ReaderResult,
     error,
@@ -49,6 +54,7 @@ from packs.historic_sql.readers._common import (
     top_users,
     warning,
 )
+from packs.historic_sql.readers.logcache import Aggregate, AggregateCache, Stamp, cache_key
 
 LogFormat = Literal["jsonl", "csv"]
 COLUMNS = ("sql", "user", "started_at", "duration_ms", "rows", "error")
@@ -115,17 +121,50 @@ class _Accumulator:
 
 
 Primer = Callable[[Normalizer, Iterable[str]], object]
+AGGREGATE_VERSION = "1"  # bump whenever a change here changes what a read folds (stored aggregates go stale)
 
 
 def read_logfile(path: Path | str, config: HistoricSqlConfig, *, dialect: str, log_format: LogFormat | None = None,
                  now: datetime | None = None, reservoir_size: int = 512, seed: int = 0,
-                 max_line_findings: int = 20, primer: Primer | None = None) -> ReaderResult:
+                 max_line_findings: int = 20, primer: Primer | None = None,
+                 cache: AggregateCache | None = None) -> ReaderResult:
     """Aggregate a query log by normalized template, then apply the in-memory filters.
 
     With a ``primer`` (``prime.primer``), a first pass hands it every distinct text so they are
-    normalized together (cached across runs, in a pool) before the pass that folds the lines."""
+    normalized together (cached across runs, in a pool) before the pass that folds the lines. With a
+    ``cache`` (``logcache.py``), an unchanged log is not read at all: its stored aggregate is filtered
+    again (``stats["aggregateCache"]`` says hit or miss, ``stats["reason"]`` why)."""
     path = Path(path)
+    now = now or datetime.now(UTC)
+    window_start = now - timedelta(days=config.windowDays)
     normalizer = Normalizer(dialect, config.redactionPatterns)
+    stamp = key = None
+    reason = ""
+    if cache is not None:
+        key = cache_key([AGGREGATE_VERSION, NORMALIZER_VERSION, SQLGLOT_VERSION, dialect, log_format,
+                         list(config.redactionPatterns), [[r.pattern, r.mode] for r in config.filters.serviceAccounts],
+                         config.windowDays, reservoir_size, seed, max_line_findings,
+                         sorted((name, pattern.pattern) for name, pattern in ORCHESTRATORS.items())])
+        stamp = Stamp.of(path)
+        looked = cache.lookup(path, key, stamp, window_start)
+        if looked.aggregate is not None:
+            looked.aggregate.teach(normalizer)
+            return finish(looked.aggregate.templates, looked.aggregate.findings, config, normalizer, now,
+                          {"aggregateCache": "hit", "reason": looked.reason})
+        reason = looked.reason
+    aggregate = _fold(path, config, normalizer, dialect=dialect, log_format=log_format, window_start=window_start,
+                      reservoir_size=reservoir_size, seed=seed, max_line_findings=max_line_findings, primer=primer)
+    stats: dict[str, object] = {}
+    if cache is not None and key is not None:
+        stored = stamp is not None and stamp.unchanged(path) and cache.store(path, key, stamp, aggregate)
+        stats = {"aggregateCache": "miss", "reason": reason, "stored": stored}
+    return finish(aggregate.templates, list(aggregate.findings), config, normalizer, now, stats)
+
+
+def _fold(path: Path, config: HistoricSqlConfig, normalizer: Normalizer, *, dialect: str,
+          log_format: LogFormat | None, window_start: datetime, reservoir_size: int, seed: int,
+          max_line_findings: int, primer: Primer | None) -> Aggregate:
+    """Read the log once (twice with a primer) and fold every line into its template's accumulator."""
     if primer is not None:
         try:
             primer(normalizer, (record["sql"] for _, record in _records(path, log_format)
@@ -133,11 +172,12 @@ def read_logfile(path: Path | str, config: HistoricSqlConfig, *, dialect: str, l
         except (OSError, UnicodeError, EOFError, csv.Error):
             pass  # the folding pass below reports the unreadable file
     rules = AccountRules(config.filters.serviceAccounts)
-    window_start = (now or datetime.now(UTC)) - timedelta(days=config.windowDays)
     templates: dict[str, _Accumulator] = {}
     findings: list[ProbeFinding] = []
     malformed: list[int] = []
     lines = old = excluded = 0
+    oldest_kept: datetime | None = None
+    newest_skipped: datetime | None = None
     try:
         for line, record in _records(path, log_format):
             lines += 1
@@ -148,9 +188,15 @@ def read_logfile(path: Path | str, config: HistoricSqlConfig, *, dialect: str, l
                 if len(malformed) <= max_line_findings:
                     findings.append(warning("malformed_line", f"{path.name} line {line}: {problem}"))
                 continue
-            if run.started_at is not None and run.started_at < window_start:
-                old += 1
-                continue
+            started = run.started_at
+            if started is not None:
+                if started < window_start:
+                    old += 1
+                    if newest_skipped is None or started > newest_skipped:
+                        newest_skipped = started
+                    continue
+                if oldest_kept is None or started < oldest_kept:
+                    oldest_kept = started
             decision = rules.decide(run.user)
             if decision == "exclude":
                 excluded += 1
@@ -176,7 +222,8 @@ def read_logfile(path: Path | str, config: HistoricSqlConfig, *, dialect: str, l
     if excluded:
         findings.append(info("service_accounts_excluded", f"{excluded} executions by excluded service accounts"))
     built = [entry.template(template, dialect) for template, entry in templates.items()]
-    return finish(built, findings, config, normalizer, now)
+    facts = {t.templateId: known for t in built if (known := normalizer.known(t.templateId)) is not None}
+    return Aggregate(built, findings, facts, oldest_kept, newest_skipped)
 
 
 # ---- records -------------------------------------------------------------------------------------------------

@@ -1,0 +1,227 @@
+"""A query log's aggregate across runs, so an unchanged log is neither read nor normalized again.
+
+Reading a log (``logfile.py``) normalizes every line and folds it into its template's accumulator; on an
+unchanged rerun that was the whole cost of the read step. This cache keeps, per log file, the aggregate as
+it stands *before* the in-memory filters (``_common.finish``, which depend on the current time and on the
+filter settings and so run again every time), together with what ``finish`` asks the normalizer about
+each template (``Normalizer.known``: kind, tables). It lives in ``.khive/historic-sql-cache.sqlite``
+(table ``aggregates``, one row per log path): derived state, delete it any time.
+
+A stored aggregate is used when all three hold, checked in this order:
+
+    key      everything else the aggregate depends on: dialect, the log format asked for, the settings
+             the reader uses (redaction patterns, service-account rules, windowDays), the reservoir size
+             and seed, the finding limit, the orchestrator markers, ``AGGREGATE_VERSION`` (logfile.py),
+             ``NORMALIZER_VERSION`` and the sqlglot version
+    bytes    the log's size (a cheap pre-check), then the BLAKE2b digest of all its bytes, both taken
+             before the read that made the aggregate (a log written to during that read never matches
+             later); a touched file with the same bytes still matches
+    window   the aggregate depends on the clock only through the window start: executions before it
+             were skipped. It stays valid while the new window start still falls between the newest
+             skipped execution and the oldest kept one (the same executions would be kept)
+
+Everything else -- no row, an unreadable or damaged one, a database that cannot be opened -- is a miss
+with a reason (``Lookup.reason``), never an error: the log is then read as if there were no cache, and
+the new aggregate replaces the stored one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from khive.sqlite_util import immediate, open_wal
+from packs.historic_sql.models import AggregatedTemplate, ProbeFinding, TemplateStats
+from packs.historic_sql.normalize import NormalizedSql, Normalizer
+from packs.historic_sql.parse import CACHE_FILE
+from packs.historic_sql.parsed import paused_gc
+
+FORMAT = 1  # of the stored rows (bump when the layout below changes)
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """A log file's bytes as the read saw them."""
+
+    size: int
+    mtime_ns: int
+    digest: str  # BLAKE2b (128 bits) of the whole file
+
+    @classmethod
+    def of(cls, path: Path) -> Stamp | None:
+        """The file's stamp, or None when it cannot be read (the read reports that)."""
+        try:
+            with path.open("rb") as stream:
+                before = _stat(path)
+                hasher = hashlib.blake2b(digest_size=16)
+                while chunk := stream.read(_CHUNK):
+                    hasher.update(chunk)
+        except OSError:
+            return None
+        return cls(before[0], before[1], hasher.hexdigest())
+
+    def unchanged(self, path: Path) -> bool:
+        """Size and mtime are still the ones hashed (nothing wrote to the file meanwhile)."""
+        try:
+            return _stat(path) == (self.size, self.mtime_ns)
+        except OSError:
+            return False
+
+
+def _stat(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
+
+
+@dataclass
+class Aggregate:
+    """What a read folded, before ``finish``: templates, findings so far, normalizer facts, window edges."""
+
+    templates: list[AggregatedTemplate]
+    findings: list[ProbeFinding]
+    facts: dict[str, NormalizedSql]  # template id -> what ``Normalizer.known`` said at the time
+    oldest_kept: datetime | None  # earliest started_at among the executions kept
+    newest_skipped: datetime | None  # latest started_at among those skipped as older than the window
+
+    def fits(self, window_start: datetime) -> bool:
+        """Would a read with this window start skip exactly the executions this one skipped?"""
+        return ((self.newest_skipped is None or self.newest_skipped < window_start)
+                and (self.oldest_kept is None or self.oldest_kept >= window_start))
+
+    def teach(self, normalizer: Normalizer) -> None:
+        """Give ``normalizer`` the facts ``finish`` will ask for. The raw texts are not kept, so each
+        template's canonical text stands in for them (normalizing it gives the same template)."""
+        normalizer.reserve(len(self.facts) + 1_000)
+        with paused_gc():
+            for facts in self.facts.values():
+                normalizer.remember(facts.canonical_sql, facts)
+
+
+@dataclass(frozen=True)
+class Lookup:
+    aggregate: Aggregate | None  # None: a miss
+    reason: str  # why it hit or missed, for readStats
+
+
+def cache_key(parts: Iterable[Any]) -> str:
+    return hashlib.sha256(orjson.dumps([FORMAT, *parts])).hexdigest()[:32]
+
+
+class AggregateCache:
+    """The stored aggregates of a project's query logs; see the module docstring."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def for_project(cls, project: Path) -> AggregateCache:
+        return cls(project / ".khive" / CACHE_FILE)
+
+    def _open(self) -> sqlite3.Connection:
+        db = open_wal(self.path)
+        db.execute("CREATE TABLE IF NOT EXISTS aggregates (log TEXT PRIMARY KEY, key TEXT NOT NULL, "
+                   "size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, digest TEXT NOT NULL, "
+                   "oldest_kept TEXT, newest_skipped TEXT, payload BLOB NOT NULL)")
+        return db
+
+    def lookup(self, log: Path, key: str, stamp: Stamp | None, window_start: datetime) -> Lookup:
+        if stamp is None:
+            return Lookup(None, "log unreadable")
+        try:
+            db = self._open()
+        except (sqlite3.Error, OSError):
+            return Lookup(None, "cache unavailable")
+        try:
+            row = db.execute("SELECT key, size, mtime_ns, digest, oldest_kept, newest_skipped FROM aggregates "
+                             "WHERE log = ?", (_name(log),)).fetchone()
+            if row is None:
+                return Lookup(None, "no stored aggregate")
+            stored_key, size, mtime_ns, digest, oldest, newest = row
+            if stored_key != key:
+                return Lookup(None, "settings, versions or format changed")
+            if size != stamp.size:
+                return Lookup(None, "log size changed")
+            if digest != stamp.digest:
+                return Lookup(None, "log content changed")
+            edges = _moment(oldest), _moment(newest)
+            if not Aggregate([], [], {}, *edges).fits(window_start):
+                return Lookup(None, "the window moved past an execution")
+            (payload,) = db.execute("SELECT payload FROM aggregates WHERE log = ?", (_name(log),)).fetchone()
+            aggregate = _decode(payload, *edges)
+        except (sqlite3.Error, TypeError, ValueError, KeyError, ValidationError):
+            # orjson's and pydantic's errors are ValueErrors; a damaged row is a miss like any other
+            return Lookup(None, "stored aggregate unreadable")
+        finally:
+            db.close()
+        same = "" if mtime_ns == stamp.mtime_ns else " (touched, same bytes)"
+        return Lookup(aggregate, f"log unchanged{same}")
+
+    def store(self, log: Path, key: str, stamp: Stamp, aggregate: Aggregate) -> bool:
+        """Keep ``aggregate`` for ``log``; False when it could not be stored (never an error)."""
+        try:
+            payload = _encode(aggregate)
+            db = self._open()
+            try:
+                with immediate(db):
+                    db.execute("INSERT OR REPLACE INTO aggregates VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                               (_name(log), key, stamp.size, stamp.mtime_ns, stamp.digest,
+                                _text(aggregate.oldest_kept), _text(aggregate.newest_skipped), payload))
+            finally:
+                db.close()
+        except (sqlite3.Error, OSError, TypeError, orjson.JSONEncodeError):
+            return False  # a read-only project, a full disk, an integer orjson cannot write
+        return True
+
+
+def _name(log: Path) -> str:
+    return str(log.resolve())
+
+
+def _text(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def _moment(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text)
+
+
+# ---- payload: one JSON document, templates as positional rows (50,000 of them load in a fraction of a second)
+
+
+def _encode(aggregate: Aggregate) -> bytes:
+    rows = []
+    for t in aggregate.templates:
+        s, facts = t.stats, aggregate.facts.get(t.templateId)
+        rows.append([t.templateId, t.canonicalSql, t.dialect, s.executions, s.distinctUsers, s.firstSeen, s.lastSeen,
+                     s.p50RuntimeMs, s.p95RuntimeMs, s.errorRate, s.rowsProduced, t.topUsers, t.markers,
+                     None if facts is None else [facts.kind, list(facts.tables), facts.parse_failed]])
+    findings = [f.model_dump(mode="json") for f in aggregate.findings]
+    return orjson.dumps({"templates": rows, "findings": findings})
+
+
+def _decode(payload: bytes, oldest: datetime | None, newest: datetime | None) -> Aggregate:
+    templates: list[AggregatedTemplate] = []
+    facts: dict[str, NormalizedSql] = {}
+    with paused_gc():  # nothing here is cyclic; with the collector on, building the records cost twice as much
+        data = orjson.loads(payload)
+        for (template_id, canonical, dialect, executions, users, first, last, p50, p95, error_rate, rows, top,
+             markers, known) in data["templates"]:
+            # validated, not constructed: a damaged row raises here and the lookup is a miss
+            stats = TemplateStats(executions=executions, distinctUsers=users, firstSeen=first, lastSeen=last,
+                                  p50RuntimeMs=p50, p95RuntimeMs=p95, errorRate=error_rate, rowsProduced=rows)
+            templates.append(AggregatedTemplate(templateId=template_id, canonicalSql=canonical, dialect=dialect,
+                                                stats=stats, topUsers=top, markers=markers))
+            if known is not None:  # the facts of a template id are those of its (one) canonical text
+                kind, tables, failed = known
+                facts[template_id] = NormalizedSql(template_id, canonical, str(kind), tuple(tables), bool(failed))
+        findings = [ProbeFinding.model_validate(f) for f in data["findings"]]
+    return Aggregate(templates, findings, facts, oldest, newest)
