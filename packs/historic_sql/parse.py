@@ -10,14 +10,18 @@ freeze the GC generations they start with. ``max_workers`` is the configured con
 starting workers costs more than it saves. Pool and in-process runs give identical results
 (``analyze`` is a pure function of the SQL, the dialect, the catalog and the search path).
 
-Cache (``.khive/historic-sql-cache.sqlite``, derived state: delete it any time). One row per
-``(connection, template id)`` holding the parse result, the hash of the SQL text it came from and a
-*context* key: the catalog fingerprint (tables and their columns from the latest scan), the search
-path, the analyzer version and the sqlglot version. A template is served from the cache when its id,
-SQL hash and the context all match, so a rerun on unchanged input parses nothing, and a template whose
-text changed under the same id is parsed again. A scan that changes any table or column changes the
-context: the next run parses everything once more (resolution depends on the catalog) and drops the
-rows of the old context. Parse failures are cached too: they are deterministic.
+Cache (``.khive/historic-sql-cache.sqlite``, derived state: delete it any time). One document per
+connection (table ``parsed_docs``) under a *context* key: the catalog fingerprint (tables and their
+columns from the latest scan), the search path, the analyzer version and the sqlglot version. It holds,
+per template id, the parse result and the hash of the SQL text it came from; table sets, column uses
+and join edges are stored once and referenced by index, because a run repeats a few thousand of them
+hundreds of thousands of times (loading 50,000 results is then one ``orjson.loads`` and tuple lookups,
+where a row per template cost a JSON parse and a tuple per column use each). A template is served from
+the cache when its id, SQL hash and the context all match, so a rerun on unchanged input parses
+nothing, and a template whose text changed under the same id is parsed again. A scan that changes any
+table or column changes the context: the next run parses everything once more (resolution depends on
+the catalog) and replaces the document. A run that parsed anything rewrites the whole document (results
+of templates absent from the run stay in it). Parse failures are cached too: they are deterministic.
 
 Measured (bench/historic_sql.py, 50,000 TPC-derived templates, 2 cores): the first run, pool and all,
 takes about 0.8x a bare single-process ``parse_one`` loop; the rerun served from the cache about 0.1x
@@ -33,11 +37,11 @@ import math
 import multiprocessing
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from multiprocessing.context import BaseContext
+from pathlib import Path
 from typing import Any, TypeVar
 
 import orjson
@@ -73,27 +77,66 @@ class ParseCache:
         self.path = path
         self.connection = connection
         self.db = open_wal(path)
-        self.db.execute("CREATE TABLE IF NOT EXISTS parsed (connection TEXT NOT NULL, template_id TEXT NOT NULL, "
-                        "sql_hash TEXT NOT NULL, context TEXT NOT NULL, payload BLOB NOT NULL, "
-                        "PRIMARY KEY (connection, template_id))")
+        self.db.execute("DROP TABLE IF EXISTS parsed")  # the row-per-template layout before FORMAT 2
+        self.db.execute("CREATE TABLE IF NOT EXISTS parsed_docs (connection TEXT PRIMARY KEY, context TEXT NOT NULL, "
+                        "payload BLOB NOT NULL)")
 
     @classmethod
     def for_project(cls, project: Path, connection: str) -> ParseCache:
         return cls(project / ".khive" / CACHE_FILE, connection)
 
-    def load(self, context: str) -> dict[str, tuple[str, bytes]]:
-        rows = self.db.execute("SELECT template_id, sql_hash, payload FROM parsed WHERE connection = ? AND context = ?",
-                               (self.connection, context))
-        return {template_id: (sql_hash, payload) for template_id, sql_hash, payload in rows}
+    def load(self, context: str) -> dict[str, Entry]:
+        """template id -> (SQL hash, parse result) under ``context``; empty when there is none (or it is damaged)."""
+        row = self.db.execute("SELECT payload FROM parsed_docs WHERE connection = ? AND context = ?",
+                              (self.connection, context)).fetchone()
+        if row is None:
+            return {}
+        try:
+            return _decode(row[0])
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError):  # orjson's errors are ValueErrors
+            return {}
 
-    def store(self, context: str, rows: Iterable[tuple[str, str, bytes]]) -> None:
+    def store(self, context: str, entries: Mapping[str, Entry]) -> None:
+        """Replace the connection's results with ``entries`` (all of them, not only the new ones)."""
+        payload = _encode(entries)
         with immediate(self.db):
-            self.db.execute("DELETE FROM parsed WHERE connection = ? AND context != ?", (self.connection, context))
-            self.db.executemany("INSERT OR REPLACE INTO parsed VALUES (?, ?, ?, ?, ?)",
-                                ((self.connection, tid, sql_hash, context, payload) for tid, sql_hash, payload in rows))
+            self.db.execute("INSERT OR REPLACE INTO parsed_docs VALUES (?, ?, ?)", (self.connection, context, payload))
 
     def close(self) -> None:
         self.db.close()
+
+
+Entry = tuple[str, ParsedTemplate]  # (SQL hash, parse result)
+FORMAT = 2
+
+
+def _encode(entries: Mapping[str, Entry]) -> bytes:
+    """One document: distinct table sets, column uses and join edges once, templates as indexes into them
+    (a run repeats a thousand column uses two hundred thousand times)."""
+    index: dict[Any, int] = {}
+    pooled: dict[str, list[Any]] = {"tableSets": [], "uses": [], "joins": []}
+
+    def ref(kind: str, value: Any) -> int:
+        found = index.get((kind, value))
+        if found is None:
+            found = index[(kind, value)] = len(pooled[kind])
+            pooled[kind].append(value)
+        return found
+
+    rows = [[tid, digest, ref("tableSets", p.tables), ref("tableSets", p.unknown_tables),
+             [ref("uses", use) for use in p.columns], [ref("joins", edge) for edge in p.joins], p.error]
+            for tid, (digest, p) in sorted(entries.items())]
+    return orjson.dumps({"format": FORMAT, **pooled, "templates": rows})
+
+
+def _decode(payload: bytes) -> dict[str, Entry]:
+    doc = orjson.loads(payload)
+    if doc.get("format") != FORMAT:
+        return {}
+    sets, uses, joins = ([tuple(value) for value in doc[kind]] for kind in ("tableSets", "uses", "joins"))
+    return {tid: (digest, ParsedTemplate(tid, sets[tables], sets[unknown], tuple(map(uses.__getitem__, columns)),
+                                         tuple(map(joins.__getitem__, edges)), error))
+            for tid, digest, tables, unknown, columns, edges, error in doc["templates"]}
 
 
 def cache_context(catalog: Catalog, search_path: Sequence[str]) -> str:
@@ -113,19 +156,19 @@ def parse_batch(templates: Sequence[AggregatedTemplate] | Sequence[Item], catalo
 
     ``known`` holds results already made against this catalog and search path (``prime.Primer``,
     which resolved the normalizer's own trees): those templates are taken as parsed, not parsed again."""
-    items = {item[0]: item for item in (_item(t) for t in templates)}.values()
     context = cache_context(catalog, search_path)
     parsed: dict[str, ParsedTemplate] = {}
     hashes: dict[str, str] = {}
     todo: list[Item] = []
     shared: dict[Any, Any] = {}
-    with paused_gc():
+    with paused_gc():  # nothing cyclic is built here, and an unchanged rerun builds all of it
+        items = {item[0]: item for item in (_item(t) for t in templates)}.values()
         cached = cache.load(context) if cache is not None else {}
         for item in items:
             digest = hashes[item[0]] = sql_hash(item[1], item[2])
             hit = cached.get(item[0])
             if hit is not None and hit[0] == digest:
-                parsed[item[0]] = ParsedTemplate.from_json(orjson.loads(hit[1]), shared)
+                parsed[item[0]] = hit[1]
             else:
                 todo.append(item)
     todo.sort()  # chunks (and so the pool's work) do not depend on the input order
@@ -145,8 +188,8 @@ def parse_batch(templates: Sequence[AggregatedTemplate] | Sequence[Item], catalo
     with paused_gc():
         for template_id, payload in fresh:
             parsed[template_id] = ParsedTemplate.from_json(orjson.loads(payload), shared)
-        if cache is not None and fresh:
-            cache.store(context, ((tid, hashes[tid], payload) for tid, payload in fresh))
+    if cache is not None and fresh:  # results of templates not in this run stay: they may come back
+        cache.store(context, {**cached, **{tid: (hashes[tid], parsed[tid]) for tid, _ in fresh}})
     warnings = tuple(sorted(f"parse_failed:{tid}" for tid, result in parsed.items() if result.error is not None))
     stats = {"templates": len(items), "cached": len(items) - len(todo) - len(given), "parsed": len(todo),
              "resolvedWhileNormalizing": len(given),

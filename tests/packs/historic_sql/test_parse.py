@@ -212,6 +212,17 @@ def test_cache_serves_unchanged_templates_and_reparses_changed_text(tmp_path: Pa
     cache.close()
 
 
+def test_a_damaged_cache_document_is_parsed_afresh(tmp_path: Path, catalog: Catalog) -> None:
+    items = [("a", "SELECT name FROM customers", "postgres"), ("b", "SELECT total FROM orders", "postgres")]
+    cache = ParseCache.for_project(tmp_path, "shop")
+    first = parse_batch(items, catalog, search_path=SEARCH_PATH, cache=cache)
+    cache.db.execute("UPDATE parsed_docs SET payload = ?", (b'{"format": 2, "templates": [["a"]]}',))
+    again = parse_batch(items, catalog, search_path=SEARCH_PATH, cache=cache)
+    assert again.stats["parsed"] == 2 and again.parsed == first.parsed
+    assert parse_batch(items, catalog, search_path=SEARCH_PATH, cache=cache).stats["cached"] == 2  # stored again
+    cache.close()
+
+
 def test_catalog_reads_the_latest_run_files_or_the_shards(tmp_path: Path) -> None:
     write_shards(tmp_path, "shop", {"public": SHOP["public"]}, dropped=("products",))
     from_shards = Catalog.from_project(tmp_path, "shop")
