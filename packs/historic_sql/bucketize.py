@@ -20,13 +20,13 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from packs.historic_sql.models import AggregatedTemplate
-from packs.historic_sql.parsed import CLAUSES, ParsedTemplate, paused_gc
+from packs.historic_sql.parsed import CLAUSES, ColumnUse, JoinEdge, ParsedTemplate, paused_gc
 
 Bands = tuple[tuple[float, str], ...]  # (exclusive upper bound, label); the last band is open
 EXECUTION_BANDS: Bands = (
@@ -81,9 +81,11 @@ class _Totals:
     max_users: int = 0
     errors: float = 0.0
     users: set[str] = field(default_factory=set)
-    runtimes: list[tuple[float, int]] = field(default_factory=list)
+    runtimes: list[int] = field(default_factory=lambda: [0] * len(RUNTIME_BANDS))  # execution weight per band
     members: list[_Template] = field(default_factory=list)
+    top: list[_Template] = field(default_factory=list)  # the best ``top_templates`` members, best first
     groups: list[list[_Template]] = field(default_factory=list)  # a table's members, by table set
+    tops: list[list[_Template]] = field(default_factory=list)  # and the best of each set
     clauses: dict[tuple[str, str], int] = field(default_factory=dict)
     joins: dict[tuple[str, tuple[tuple[str, str], ...]], int] = field(default_factory=dict)
 
@@ -93,8 +95,9 @@ class _Totals:
         self.max_users = max(self.max_users, other.max_users)
         self.errors += other.errors
         self.users |= other.users
-        self.runtimes += other.runtimes
+        self.runtimes = [mine + theirs for mine, theirs in zip(self.runtimes, other.runtimes, strict=True)]
         self.groups.append(other.members)
+        self.tops.append(other.top)
 
 
 def bucketize(templates: Sequence[AggregatedTemplate], parsed: Mapping[str, ParsedTemplate], *,
@@ -103,8 +106,10 @@ def bucketize(templates: Sequence[AggregatedTemplate], parsed: Mapping[str, Pars
     with paused_gc():
         # totals are kept per exact table set (a few hundred) and spread over the tables once at the end
         sets: dict[tuple[str, ...], _Totals] = defaultdict(_Totals)
-        clause_weights: dict[tuple[str, str, str], int] = defaultdict(int)
-        join_weights: dict[tuple[str, str, tuple[tuple[str, str], ...]], int] = defaultdict(int)
+        # column uses by template weight (a handful of weights) and join sets (a few hundred distinct ones):
+        # counted in C and multiplied out once, instead of a dict update per use of every template
+        uses_by_weight: dict[int, list[ColumnUse]] = defaultdict(list)
+        join_sets: dict[tuple[JoinEdge, ...], int] = defaultdict(int)
         for template in templates:
             result = parsed.get(template.templateId)
             if result is None or result.error is not None or not result.tables:
@@ -117,13 +122,21 @@ def bucketize(templates: Sequence[AggregatedTemplate], parsed: Mapping[str, Pars
             acc.errors += stats.errorRate * weight
             acc.users.update(template.topUsers)
             if stats.p95RuntimeMs is not None:
-                acc.runtimes.append((stats.p95RuntimeMs, weight))
+                acc.runtimes[_index(stats.p95RuntimeMs, RUNTIME_BANDS)] += weight
             acc.members.append(prepared)
-            for use in result.columns:  # unique per template
-                clause_weights[use] += weight
+            uses_by_weight[weight] += result.columns  # unique per template
             if result.joins:
-                for joined in _joins(result):
-                    join_weights[joined] += weight
+                join_sets[result.joins] += weight
+        clause_weights: Counter[ColumnUse] = Counter()
+        for weight, uses in uses_by_weight.items():
+            for use, count in Counter(uses).items():
+                clause_weights[use] += count * weight
+        join_weights: dict[tuple[str, str, tuple[tuple[str, str], ...]], int] = defaultdict(int)
+        for edges, weight in join_sets.items():
+            for joined in _joins(edges):
+                join_weights[joined] += weight
+        for acc in sets.values():  # each table takes the best of its sets' best
+            acc.top = heapq.nsmallest(top_templates, acc.members, key=_order)
         tables: dict[str, _Totals] = defaultdict(_Totals)
         for names, acc in sets.items():
             for name in names:
@@ -138,27 +151,34 @@ def bucketize(templates: Sequence[AggregatedTemplate], parsed: Mapping[str, Pars
         return Bucketed(content, _patterns(sets, sql_per_set), totals)
 
 
-def _joins(result: ParsedTemplate) -> list[tuple[str, str, tuple[tuple[str, str], ...]]]:
-    """(table, other table, sorted (table column, other column) pairs) of one template, both directions."""
+def _order(member: _Template) -> tuple[int, int, str]:
+    return member.order
+
+
+def _joins(edges: tuple[JoinEdge, ...]) -> list[tuple[str, str, tuple[tuple[str, str], ...]]]:
+    """(table, other table, sorted (table column, other column) pairs) of one template's join edges, both
+    directions."""
     pairs: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
-    for left_table, left_column, right_table, right_column in result.joins:  # unique
+    for left_table, left_column, right_table, right_column in edges:  # unique
         pairs[(left_table, right_table)].append((left_column, right_column))
         pairs[(right_table, left_table)].append((right_column, left_column))
     return [(table, other, tuple(sorted(found)) if len(found) > 1 else (found[0],))
             for (table, other), found in pairs.items()]
 
 
-def _p95(weighted: list[tuple[float, int]]) -> float | None:
-    """The execution-weighted 95th percentile of the templates' p95 runtimes."""
-    if not weighted:
-        return None
-    weighted.sort()
-    threshold, seen = 0.95 * sum(w for _, w in weighted), 0
-    for value, w in weighted:
-        seen += w
+def _p95_band(weights: list[int]) -> str:
+    """The band of the execution-weighted 95th percentile of the templates' p95 runtimes, from the weight
+    in each band: the percentile is the first value whose cumulative weight reaches 95 %, and every value
+    of a lower band sorts before it, so its band is the first whose cumulative weight does."""
+    total = sum(weights)
+    if not total:
+        return "unknown"
+    threshold, seen = 0.95 * total, 0
+    for (_, label), weight in zip(RUNTIME_BANDS, weights, strict=True):
+        seen += weight
         if seen >= threshold:
-            return value
-    return weighted[-1][0]
+            return label
+    return RUNTIME_BANDS[-1][1]
 
 
 def _frequency(weight: int, total: int) -> str:
@@ -172,12 +192,12 @@ def _content(name: str, acc: _Totals, top_templates: int) -> dict[str, Any]:
         columns[clause].append((column, _frequency(weight, total)))
     joins = sorted(((_frequency(weight, total), other, pairs) for (other, pairs), weight in acc.joins.items()),
                    key=lambda j: (FREQUENCY_RANK[j[0]], j[1], j[2]))
-    top = heapq.nsmallest(top_templates, itertools.chain.from_iterable(acc.groups), key=lambda m: m.order)
+    top = heapq.nsmallest(top_templates, itertools.chain.from_iterable(acc.tops), key=_order)
     return {
         "table": name,
         "stats": {"executionsBucket": band(acc.executions, EXECUTION_BANDS),
                   "distinctUsersBucket": band(max(acc.max_users, len(acc.users)), USER_BANDS),
-                  "p95RuntimeBucket": band(_p95(acc.runtimes), RUNTIME_BANDS),
+                  "p95RuntimeBucket": _p95_band(acc.runtimes),
                   "errorRateBucket": band(acc.errors / total if total else 0.0, ERROR_BANDS)},
         "columnsByClause": {clause: [list(entry) for entry in sorted(columns[clause],
                                                                      key=lambda e: (FREQUENCY_RANK[e[1]], e[0]))]
@@ -194,7 +214,7 @@ def _patterns(sets: dict[tuple[str, ...], _Totals], sql_per_set: int) -> list[di
     for tables, acc in sets.items():
         if len(tables) < 2:
             continue
-        members = sorted(acc.members, key=lambda m: m.order)
+        members = sorted(acc.members, key=_order)
         executions = _index(acc.executions, EXECUTION_BANDS)
         users = max(acc.max_users, len(acc.users))
         entries = [{"id": m.template.templateId, **m.bands} for m in members]

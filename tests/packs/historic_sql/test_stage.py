@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import orjson
 import pytest
 
-from packs.historic_sql.bucketize import EXECUTION_BANDS, USER_BANDS, band, bucketize
+from packs.historic_sql.bucketize import EXECUTION_BANDS, RUNTIME_BANDS, USER_BANDS, _index, _p95_band, band, bucketize
 from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.models import AggregatedTemplate, ProbeFinding, TemplateStats
 from packs.historic_sql.parse import parse_batch
@@ -58,6 +59,28 @@ def table_bytes(project: Path, sync_id: str) -> dict[str, bytes]:
 ])
 def test_bands(value: int, bands: tuple[tuple[float, str], ...], label: str) -> None:
     assert band(value, bands) == label
+
+
+def test_the_p95_runtime_band_is_the_band_of_the_weighted_percentile() -> None:
+    rng = random.Random(5)
+
+    def percentile(weighted: list[tuple[float, int]]) -> float:  # what the band summarises, spelled out
+        ordered, seen = sorted(weighted), 0
+        threshold = 0.95 * sum(w for _, w in ordered)
+        for value, w in ordered:
+            seen += w
+            if seen >= threshold:
+                return value
+        raise AssertionError("unreachable")
+
+    for _ in range(500):
+        weighted = [(rng.choice([rng.uniform(0, 120_000), 100.0, 1_000.0, 99.999]), rng.randint(1, 60))
+                    for _ in range(rng.randint(1, 12))]
+        weights = [0] * len(RUNTIME_BANDS)
+        for value, w in weighted:
+            weights[_index(value, RUNTIME_BANDS)] += w
+        assert _p95_band(weights) == band(percentile(weighted), RUNTIME_BANDS), weighted
+    assert _p95_band([0] * len(RUNTIME_BANDS)) == "unknown"
 
 
 def test_small_fluctuations_do_not_change_table_content() -> None:
