@@ -25,6 +25,7 @@ from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.config import HistoricSqlConfig, connection_settings
 from packs.historic_sql.parse import ParseCache, parse_batch
 from packs.historic_sql.prime import Primer
+from packs.historic_sql.projmemo import ProjectionMemo
 from packs.historic_sql.providers import digest_units
 from packs.historic_sql.stage import previous_manifest, read_manifest, stage, sync_ids, vanished
 
@@ -108,7 +109,7 @@ async def ingest(ctx: Context, connection: str, *, window_days: int | None = Non
             "pendingUnits": [u.id for u in remaining], "vanishedTables": vanished(previous, run.manifest),
             "projection": projected, "warnings": run.manifest["warnings"][:50],
             "findings": [f.model_dump(mode="json") for f in read.findings], "parseStats": batch.stats,
-            "normalizeStats": primer.stats,
+            "normalizeStats": primer.stats, "readStats": dict(read.stats or {}),
             "timings": timings}
 
 
@@ -118,12 +119,16 @@ def project(ctx: Context, connection: str, manifest: dict[str, Any], settings: H
     today = _day(manifest["syncId"])
     usages = evidence.current_usage(files, connection, manifest)
     present = set(manifest.get("tables", {}))
-    shards = projection.project_shards(files, connection, usages, present, today.isoformat(), author=author)
-    sources = projection.project_sources(files, connection, usages, present, today.isoformat(), author=author)
+    memo = ProjectionMemo.for_project(ctx.runtime.project, connection)  # files merged last time, as they were left
+    shards = projection.project_shards(files, connection, usages, present, today.isoformat(), author=author,
+                                       memo=memo)
+    sources = projection.project_sources(files, connection, usages, present, today.isoformat(), author=author,
+                                         memo=memo)
     found = evidence.current_patterns(files, connection, manifest)
     pattern_pages = (pages.project_patterns(files, connection, found, today, settings.staleArchiveAfterDays,
-                                            author=author) if found is not None else {"pending": True})
-    return {"shards": shards, "sources": sources, "patterns": pattern_pages}
+                                            author=author, memo=memo) if found is not None else {"pending": True})
+    memo.save()
+    return {"shards": shards, "sources": sources, "patterns": pattern_pages, "unchangedSkipped": len(memo.skipped)}
 
 
 def latest_manifest(ctx: Context, connection: str) -> dict[str, Any]:

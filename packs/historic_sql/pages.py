@@ -11,6 +11,9 @@ plus template ids overlap its own by at least 60 % (Jaccard), best match first, 
 An existing page no pattern matched gets ``stale_since`` (the run's date) and the ``stale`` tag; after
 ``staleArchiveAfterDays`` it is ``archived`` (hidden from search, still readable). A pattern that comes
 back clears both.
+
+An unchanged rerun skips the whole pass when no page in the folder changed since the last one
+(``projmemo.py``).
 """
 
 from __future__ import annotations
@@ -27,10 +30,12 @@ from ruamel.yaml.error import YAMLError
 
 from khive.project.store import FileStore
 from khive.project.yamldoc import dump_frontmatter
+from packs.historic_sql.projmemo import ProjectionMemo, fingerprint, text_hash
 
 PREFIX = "wiki/global/historic-sql/"
 TAGS = ["historic-sql", "pattern"]
 OVERLAP = 0.6
+MEMO_KEY = f"{PREFIX}*.md"  # the pass is one unit in the projection memo: slugs depend on every page
 _MARK_RE = re.compile(r"<!-- historic-sql: (\{.*?\}) -->", re.S)
 
 
@@ -141,11 +146,19 @@ def render(pattern: Mapping[str, Any], connection: str, *, stale_since: str | No
 
 
 def project_patterns(files: FileStore, connection: str, patterns: Sequence[Mapping[str, Any]], today: date,
-                     archive_after_days: int, *, author: str) -> dict[str, Any]:
-    """Write the pattern pages, mark the unseen ones stale or archived; what happened, by slug."""
+                     archive_after_days: int, *, author: str, memo: ProjectionMemo | None = None) -> dict[str, Any]:
+    """Write the pattern pages, mark the unseen ones stale or archived; what happened, by slug.
+
+    With a ``memo``: when the folder's pages are as the last pass left them and the patterns (and the
+    day, while an unseen page waits to be archived) are the same, the pass is skipped (``projmemo.py``)."""
+    record = memo.get(MEMO_KEY) if memo is not None else None
+    if memo is not None and record is not None and memo.holds(MEMO_KEY, _folder(files), lambda meta: _inputs(
+            connection, patterns, archive_after_days, today if meta["waiting"] else None)):
+        return {"slugs": list(record.meta["slugs"]), "written": [], "stale": [], "archived": []}
     pages = existing_pages(files, connection)
     slugs = assign_slugs(patterns, pages)
     written, stale, archived = [], [], []
+    waiting = False  # an unseen page not archived yet: the day decides when it will be
     for slug, pattern in zip(slugs, patterns, strict=True):
         if files.write_text(page_path(slug), render(pattern, connection), author=author,
                             message=f"historic_sql: pattern {slug}").changed:
@@ -156,11 +169,25 @@ def project_patterns(files: FileStore, connection: str, patterns: Sequence[Mappi
         since = page.front.get("stale_since")
         since_day = since if isinstance(since, date) else (date.fromisoformat(str(since)) if since else today)
         is_archived = (today - since_day).days >= archive_after_days
+        waiting |= not is_archived
         text = files.read_text(page.path) or ""
         updated = _restale(text, page.front, since_day.isoformat(), is_archived)
         if files.write_text(page.path, updated, author=author, message=f"historic_sql: {slug} unseen").changed:
             (archived if is_archived else stale).append(slug)
+    if memo is not None:
+        inputs = _inputs(connection, patterns, archive_after_days, today if waiting else None)
+        memo.put(MEMO_KEY, _folder(files), inputs, {"slugs": slugs, "waiting": waiting})
     return {"slugs": slugs, "written": written, "stale": stale, "archived": archived}
+
+
+def _folder(files: FileStore) -> str:
+    """One hash over every page in the folder (any connection's, and people's): a change to any may move slugs."""
+    return fingerprint([[path, text_hash(files.read_bytes(path))] for path in files.list(PREFIX, suffix=".md")])
+
+
+def _inputs(connection: str, patterns: Sequence[Mapping[str, Any]], archive_after_days: int,
+            day: date | None) -> str:
+    return fingerprint([connection, list(patterns), archive_after_days, day.isoformat() if day else None])
 
 
 def _restale(text: str, front: dict[str, Any], since: str, archived: bool) -> str:

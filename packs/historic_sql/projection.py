@@ -12,6 +12,8 @@ block and ``staleSince`` goes. The scan keeps the ``usage`` key of a table (it i
 The SL ``usage`` block is the same digest with joins written as text (``public.customers on a = b``),
 the shape ``packs/sl/models.py`` declares. A source matches a table by its ``table:`` (``schema.name``,
 or a bare name that only one staged table has).
+
+A file whose text and inputs are those of its last merge is not loaded at all (``projmemo.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from ruamel.yaml.comments import CommentedMap
 
 from khive.project.store import FileStore
 from khive.project.yamldoc import schema_shard_yaml, semantic_layer_yaml
+from packs.historic_sql.projmemo import ProjectionMemo, fingerprint, text_hash
 
 MANAGED = ("narrative", "frequencyTier", "commonFilters", "commonGroupBys", "commonJoins", "staleSince")
 Usage = Mapping[str, Any]
@@ -73,31 +76,50 @@ def merge_usage(entry: CommentedMap, fresh: Usage | None, present: bool, today: 
 
 
 def project_shards(files: FileStore, connection: str, usages: Mapping[str, Usage], present: set[str],
-                   today: str, *, author: str) -> list[str]:
-    """Merge ``usages`` (table key -> usage) into every shard of ``connection``; the paths that changed."""
+                   today: str, *, author: str, memo: ProjectionMemo | None = None) -> list[str]:
+    """Merge ``usages`` (table key -> usage) into every shard of ``connection``; the paths that changed.
+
+    With a ``memo``, a shard whose text and inputs are those of its last merge is skipped (``projmemo.py``)."""
     changed = []
     for path in files.list(f"_schema/{connection}/", suffix=".yaml"):
-
-        def change(document: CommentedMap) -> bool:
-            tables = document.get("tables")
-            if not isinstance(tables, CommentedMap):
-                return False
-            schema, catalog = document.get("schema"), document.get("catalog")
-            edited = False
-            for name, entry in tables.items():
-                if not isinstance(entry, CommentedMap):
-                    continue
-                keys = [f"{schema}.{name}", f"{catalog}.{schema}.{name}"]
-                key = next((k for k in keys if k in usages or k in present), keys[0])
-                live = not entry.get("droppedInSync")
-                edited |= merge_usage(entry, usages.get(key) if live else None, key in present and live, today)
-            return edited
-
+        if memo is not None and memo.holds(path, text_hash(files.read_bytes(path)),
+                                           lambda meta: _shard_inputs(meta, usages, present)):
+            continue
+        entries: list[list[Any]] = []
+        change = partial(_merge_shard, usages=usages, present=present, today=today, entries=entries)
         result = files.update(path, partial(_edit, schema_shard_yaml(), change=change), author=author,
                               message=f"historic_sql: usage for {connection}")
+        if memo is not None:
+            memo.put(path, result.sha256, _shard_inputs(entries, usages, present), entries)
         if result.changed:
             changed.append(path)
     return changed
+
+
+def _merge_shard(document: CommentedMap, *, usages: Mapping[str, Usage], present: set[str], today: str,
+                 entries: list[list[Any]]) -> bool:
+    """Merge into one shard document; ``entries`` gets each table's candidate keys and liveness, all the
+    merge read from the document besides the usage blocks it rewrites."""
+    entries.clear()
+    tables = document.get("tables")
+    if not isinstance(tables, CommentedMap):
+        return False
+    schema, catalog = document.get("schema"), document.get("catalog")
+    edited = False
+    for name, entry in tables.items():
+        if not isinstance(entry, CommentedMap):
+            continue
+        keys = [f"{schema}.{name}", f"{catalog}.{schema}.{name}"]
+        key = next((k for k in keys if k in usages or k in present), keys[0])
+        live = not entry.get("droppedInSync")
+        entries.append([keys, live])
+        edited |= merge_usage(entry, usages.get(key) if live else None, key in present and live, today)
+    return edited
+
+
+def _shard_inputs(entries: list[list[Any]], usages: Mapping[str, Usage], present: set[str]) -> str:
+    return fingerprint([[keys, live, [usages.get(k) for k in keys], [k in present for k in keys]]
+                        for keys, live in entries])
 
 
 def sl_usage(usage: Usage) -> dict[str, Any]:
@@ -110,29 +132,44 @@ def sl_usage(usage: Usage) -> dict[str, Any]:
 
 
 def project_sources(files: FileStore, connection: str, usages: Mapping[str, Usage], present: set[str],
-                    today: str, *, author: str) -> list[str]:
+                    today: str, *, author: str, memo: ProjectionMemo | None = None) -> list[str]:
     """Merge usage into the SL sources of ``connection`` whose ``table:`` is a staged (or once-staged) table."""
     by_name: dict[str, list[str]] = {}
     for key in {*usages, *present}:
         by_name.setdefault(key.rsplit(".", 1)[-1].lower(), []).append(key)
     changed = []
     for path in files.list(f"semantic-layer/{connection}/", suffix=".yaml"):
-
-        def change(document: CommentedMap) -> bool:
-            table = document.get("table")
-            if not isinstance(table, str):
-                return False
-            key = _match(table, usages, present, by_name)
-            if key is None:  # a table we never staged: only its stale marking can apply
-                return merge_usage(document, None, False, today) if "usage" in document else False
-            fresh = usages.get(key)
-            return merge_usage(document, sl_usage(fresh) if fresh is not None else None, key in present, today)
-
+        if memo is not None and memo.holds(path, text_hash(files.read_bytes(path)),
+                                           lambda meta: _source_inputs(meta, usages, present, by_name)):
+            continue
+        seen: list[str | None] = [None]  # the source's table:, all the merge reads besides its usage block
+        change = partial(_merge_source, usages=usages, present=present, by_name=by_name, today=today, seen=seen)
         result = files.update(path, partial(_edit, semantic_layer_yaml(), change=change), author=author,
                               message=f"historic_sql: usage for {path}")
+        if memo is not None:
+            memo.put(path, result.sha256, _source_inputs(seen[0], usages, present, by_name), seen[0])
         if result.changed:
             changed.append(path)
     return changed
+
+
+def _merge_source(document: CommentedMap, *, usages: Mapping[str, Usage], present: set[str],
+                  by_name: dict[str, list[str]], today: str, seen: list[str | None]) -> bool:
+    table = document.get("table")
+    if not isinstance(table, str):
+        return False
+    seen[0] = table
+    key = _match(table, usages, present, by_name)
+    if key is None:  # a table we never staged: only its stale marking can apply
+        return merge_usage(document, None, False, today) if "usage" in document else False
+    fresh = usages.get(key)
+    return merge_usage(document, sl_usage(fresh) if fresh is not None else None, key in present, today)
+
+
+def _source_inputs(table: str | None, usages: Mapping[str, Usage], present: set[str],
+                   by_name: dict[str, list[str]]) -> str:
+    key = _match(table, usages, present, by_name) if table is not None else None
+    return fingerprint([table, key, usages.get(key) if key is not None else None, key in present])
 
 
 def _match(table: str, usages: Mapping[str, Usage], present: set[str], by_name: dict[str, list[str]]) -> str | None:

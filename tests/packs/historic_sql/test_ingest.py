@@ -87,6 +87,41 @@ async def test_second_run_is_idempotent(scanned: Call, project: Path, runtime: R
     assert not runtime.index.refresh().changed  # ... so the index has nothing to re-read
 
 
+async def test_an_unchanged_log_is_not_read_again_and_stages_what_a_cold_run_stages(scanned: Call,
+                                                                                   project: Path) -> None:
+    first = await scanned(INGEST)
+    assert first["readStats"] == {"aggregateCache": "miss", "reason": "no stored aggregate", "stored": True}
+    second = await scanned(INGEST)
+    assert second["readStats"] == {"aggregateCache": "hit", "reason": "log unchanged"}
+    assert second["normalizeStats"] == {}  # nothing to normalize: the log was not read
+    for derived in (project / ".khive").glob("historic-sql-cache.sqlite*"):
+        derived.unlink()  # derived state, deletable any time: the next run is cold
+    cold = await scanned(INGEST)
+    assert cold["readStats"]["aggregateCache"] == "miss" and cold["parseStats"]["cached"] == 0
+    assert staged(project, second["syncId"]) == staged(project, cold["syncId"]) == staged(project, first["syncId"])
+    assert cold["workUnits"] == 0 and cold["projection"]["shards"] == []
+    write_log(project / "logs/queries.jsonl", workload(with_returns=False))
+    changed = await scanned(INGEST)
+    assert changed["readStats"]["reason"] == "log size changed" and changed["workUnits"] >= 1
+
+
+async def test_a_person_editing_a_projected_file_gets_a_full_merge_next_run(scanned: Call, project: Path) -> None:
+    await scanned(INGEST)
+    path = project / "_schema/tpch/tpch.main.yaml"
+    narrative = shard(project)["orders"]["usage"]["narrative"]
+    text = path.read_text()
+    path.write_text(text.replace("narrative: orders is", "narrative: (edited) orders is").replace(
+        "    usage:\n", "    owner: data-team  # added by a person\n    usage:\n", 1))
+    assert shard(project)["orders"]["usage"]["narrative"] != narrative
+    again = await scanned(INGEST)
+    assert again["projection"]["shards"] == ["_schema/tpch/tpch.main.yaml"]  # the merge ran: the file changed
+    tables = shard(project)
+    assert tables["orders"]["usage"]["narrative"] == narrative  # managed keys are ours again ...
+    assert "# added by a person" in path.read_text() and sum("owner" in entry for entry in tables.values()) == 1
+    stamp = path.stat().st_mtime_ns
+    assert (await scanned(INGEST))["projection"]["shards"] == [] and path.stat().st_mtime_ns == stamp  # ... and stay
+
+
 async def test_a_table_that_disappears_goes_stale_and_comes_back(scanned: Call, project: Path) -> None:
     await scanned(INGEST)
     log = project / "logs/queries.jsonl"
