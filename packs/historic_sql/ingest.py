@@ -24,6 +24,7 @@ from packs.historic_sql.bucketize import bucketize
 from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.config import HistoricSqlConfig, connection_settings
 from packs.historic_sql.parse import ParseCache, parse_batch
+from packs.historic_sql.parsed import frozen_until_exit
 from packs.historic_sql.prime import Primer
 from packs.historic_sql.projmemo import ProjectionMemo
 from packs.historic_sql.providers import digest_units
@@ -38,6 +39,11 @@ def settings_for(ctx: Context, connection: str) -> HistoricSqlConfig:
 
 async def ingest(ctx: Context, connection: str, *, window_days: int | None = None,
                  provider: str | None = None) -> dict[str, Any]:
+    with frozen_until_exit():  # the records each step builds stay to the end: out of the collector's sight
+        return await _ingest(ctx, connection, window_days=window_days, provider=provider)
+
+
+async def _ingest(ctx: Context, connection: str, *, window_days: int | None, provider: str | None) -> dict[str, Any]:
     runtime = ctx.runtime
     settings = settings_for(ctx, connection)
     if not settings.enabled:

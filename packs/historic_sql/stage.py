@@ -90,10 +90,11 @@ def stage(project: Path, connection: str, sync_id: str, *, dialect: str, templat
     tables, patterns = bucketed.tables, bucketed.patterns
     files = {table_file(key): content for key, content in tables.items()}
     patterns_doc = {"tableSets": patterns}
+    seen, counts = _summary(templates, batch)
     manifest = {
         "source": SOURCE, "syncId": sync_id, "connection": connection, "dialect": dialect,
-        "window": dict(window) if window is not None else _window(templates),
-        "counts": _counts(templates, batch, tables, patterns),
+        "window": dict(window) if window is not None else seen,
+        "counts": {**counts, "tables": len(tables), "tableSets": len(patterns)},
         "warnings": sorted({*warnings, *batch.warnings}),
         "parseErrors": dict(sorted((tid, p.error) for tid, p in batch.parsed.items() if p.error is not None)),
         "parseStats": dict(batch.stats),
@@ -112,16 +113,26 @@ def stage(project: Path, connection: str, sync_id: str, *, dialect: str, templat
     return StagedRun(final, manifest)
 
 
-def _window(templates: Sequence[AggregatedTemplate]) -> dict[str, str | None]:
-    first = [t.stats.firstSeen for t in templates if t.stats.firstSeen]
-    last = [t.stats.lastSeen for t in templates if t.stats.lastSeen]
-    return {"start": min(first) if first else None, "end": max(last) if last else None}
-
-
-def _counts(templates: Sequence[AggregatedTemplate], batch: BatchResult, tables: Mapping[str, Any],
-            patterns: list[dict[str, Any]]) -> dict[str, int]:
-    parsed = [batch.parsed[t.templateId] for t in templates if t.templateId in batch.parsed]
-    return {"templates": len(templates), "parsed": sum(1 for p in parsed if p.error is None),
-            "parseFailures": sum(1 for p in parsed if p.error is not None),
-            "zeroTableTemplates": sum(1 for p in parsed if p.error is None and not p.tables),
-            "tables": len(tables), "tableSets": len(patterns)}
+def _summary(templates: Sequence[AggregatedTemplate], batch: BatchResult
+             ) -> tuple[dict[str, str | None], dict[str, int]]:
+    """The window the templates were seen in and the parse counts, in one pass (a run has 50,000 templates)."""
+    start = end = None
+    parsed = failures = zero_tables = 0
+    results = batch.parsed
+    for template in templates:
+        stats = template.stats
+        if stats.firstSeen and (start is None or stats.firstSeen < start):
+            start = stats.firstSeen
+        if stats.lastSeen and (end is None or stats.lastSeen > end):
+            end = stats.lastSeen
+        result = results.get(template.templateId)
+        if result is None:
+            continue
+        if result.error is not None:
+            failures += 1
+        else:
+            parsed += 1
+            zero_tables += not result.tables
+    counts = {"templates": len(templates), "parsed": parsed, "parseFailures": failures,
+              "zeroTableTemplates": zero_tables}
+    return {"start": start, "end": end}, counts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -94,6 +95,7 @@ async def test_an_unchanged_log_is_not_read_again_and_stages_what_a_cold_run_sta
     second = await scanned(INGEST)
     assert second["readStats"] == {"aggregateCache": "hit", "reason": "log unchanged"}
     assert second["normalizeStats"] == {}  # nothing to normalize: the log was not read
+    assert gc.get_freeze_count() == 0  # what the ingest froze (parsed.frozen_until_exit) is back
     for derived in (project / ".khive").glob("historic-sql-cache.sqlite*"):
         derived.unlink()  # derived state, deletable any time: the next run is cold
     cold = await scanned(INGEST)

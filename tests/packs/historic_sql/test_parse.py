@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from sqlglot.optimizer.scope import traverse_scope
 from packs.historic_sql.analyze import analyze
 from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.parse import ParseCache, parse_batch
-from packs.historic_sql.parsed import ParsedTemplate
+from packs.historic_sql.parsed import ParsedTemplate, frozen_until_exit, paused_gc
 
 SHOP = {
     "public": {"customers": ["customer_id", "name", "segment", "created_at"],
@@ -243,3 +244,15 @@ def test_parsed_template_round_trips_through_json() -> None:
     parsed = ParsedTemplate("t", ("a.b",), ("x",), (("a.b", "select", "c"),),
                             (("a.b", "c", "a.d", "e"),))
     assert ParsedTemplate.from_json(orjson.loads(orjson.dumps(parsed.to_json()))) == parsed
+
+
+def test_records_built_during_an_ingest_are_frozen_until_it_ends() -> None:
+    with paused_gc():
+        outside = [[n] for n in range(1_000)]
+    assert gc.get_freeze_count() == 0  # outside an ingest nothing is frozen
+    with frozen_until_exit():
+        with paused_gc():
+            inside = [[n] for n in range(1_000)]
+        assert gc.get_freeze_count() >= len(inside) + len(outside)
+        assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
