@@ -15,7 +15,8 @@ A stored aggregate is used when all three hold, checked in this order:
              ``NORMALIZER_VERSION`` and the sqlglot version
     bytes    the log's size (a cheap pre-check), then the BLAKE2b digest of all its bytes, both taken
              before the read that made the aggregate (a log written to during that read never matches
-             later); a touched file with the same bytes still matches
+             later); a touched file with the same bytes still matches. The digest is computed in a
+             thread while the stored aggregate is decoded (hashlib releases the GIL)
     window   the aggregate depends on the clock only through the window start: executions before it
              were skipped. It stays valid while the new window start still falls between the newest
              skipped execution and the oldest kept one (the same executions would be kept)
@@ -30,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -110,6 +112,7 @@ class Aggregate:
 class Lookup:
     aggregate: Aggregate | None  # None: a miss
     reason: str  # why it hit or missed, for readStats
+    stamp: Stamp | None  # the log's, taken now (None: unreadable)
 
 
 def cache_key(parts: Iterable[Any]) -> str:
@@ -133,37 +136,55 @@ class AggregateCache:
                    "oldest_kept TEXT, newest_skipped TEXT, payload BLOB NOT NULL)")
         return db
 
-    def lookup(self, log: Path, key: str, stamp: Stamp | None, window_start: datetime) -> Lookup:
+    def lookup(self, log: Path, key: str, window_start: datetime) -> Lookup:
+        """The stored aggregate of ``log`` when it may stand in for a read (see the module docstring), with
+        the log's stamp either way (a miss stores the new aggregate under it). The log is hashed in a
+        thread meanwhile: BLAKE2b releases the GIL, so on two cores the hash costs no wall time."""
+        with ThreadPoolExecutor(max_workers=1) as hashing:
+            pending = hashing.submit(Stamp.of, log)
+            aggregate, reason, stored = self._stored(log, key, window_start)
+            stamp = pending.result()
         if stamp is None:
-            return Lookup(None, "log unreadable")
+            return Lookup(None, "log unreadable", None)
+        if aggregate is None or stored is None:
+            return Lookup(None, reason, stamp)
+        if stamp.size != stored.size:  # the log changed while it was hashed
+            return Lookup(None, "log size changed", stamp)
+        if stamp.digest != stored.digest:
+            return Lookup(None, "log content changed", stamp)
+        same = "" if stamp.mtime_ns == stored.mtime_ns else " (touched, same bytes)"
+        return Lookup(aggregate, f"log unchanged{same}", stamp)
+
+    def _stored(self, log: Path, key: str, window_start: datetime) -> tuple[Aggregate | None, str, Stamp | None]:
+        """(aggregate, why there is none, the stamp it was stored under): every check but the content's."""
+        try:
+            size = log.stat().st_size
+        except OSError:
+            return None, "log unreadable", None
         try:
             db = self._open()
         except (sqlite3.Error, OSError):
-            return Lookup(None, "cache unavailable")
+            return None, "cache unavailable", None
         try:
             row = db.execute("SELECT key, size, mtime_ns, digest, oldest_kept, newest_skipped FROM aggregates "
                              "WHERE log = ?", (_name(log),)).fetchone()
             if row is None:
-                return Lookup(None, "no stored aggregate")
-            stored_key, size, mtime_ns, digest, oldest, newest = row
+                return None, "no stored aggregate", None
+            stored_key, stored_size, mtime_ns, digest, oldest, newest = row
             if stored_key != key:
-                return Lookup(None, "settings, versions or format changed")
-            if size != stamp.size:
-                return Lookup(None, "log size changed")
-            if digest != stamp.digest:
-                return Lookup(None, "log content changed")
+                return None, "settings, versions or format changed", None
+            if stored_size != size:
+                return None, "log size changed", None
             edges = _moment(oldest), _moment(newest)
             if not Aggregate([], [], {}, *edges).fits(window_start):
-                return Lookup(None, "the window moved past an execution")
+                return None, "the window moved past an execution", None
             (payload,) = db.execute("SELECT payload FROM aggregates WHERE log = ?", (_name(log),)).fetchone()
-            aggregate = _decode(payload, *edges)
+            return _decode(payload, *edges), "", Stamp(stored_size, mtime_ns, digest)
         except (sqlite3.Error, TypeError, ValueError, KeyError, ValidationError):
             # orjson's and pydantic's errors are ValueErrors; a damaged row is a miss like any other
-            return Lookup(None, "stored aggregate unreadable")
+            return None, "stored aggregate unreadable", None
         finally:
             db.close()
-        same = "" if mtime_ns == stamp.mtime_ns else " (touched, same bytes)"
-        return Lookup(aggregate, f"log unchanged{same}")
 
     def store(self, log: Path, key: str, stamp: Stamp, aggregate: Aggregate) -> bool:
         """Keep ``aggregate`` for ``log``; False when it could not be stored (never an error)."""

@@ -54,7 +54,7 @@ from packs.historic_sql.readers._common import (
     top_users,
     warning,
 )
-from packs.historic_sql.readers.logcache import Aggregate, AggregateCache, Stamp, cache_key
+from packs.historic_sql.readers.logcache import Aggregate, AggregateCache, cache_key
 
 LogFormat = Literal["jsonl", "csv"]
 COLUMNS = ("sql", "user", "started_at", "duration_ms", "rows", "error")
@@ -145,8 +145,8 @@ def read_logfile(path: Path | str, config: HistoricSqlConfig, *, dialect: str, l
                          list(config.redactionPatterns), [[r.pattern, r.mode] for r in config.filters.serviceAccounts],
                          config.windowDays, reservoir_size, seed, max_line_findings,
                          sorted((name, pattern.pattern) for name, pattern in ORCHESTRATORS.items())])
-        stamp = Stamp.of(path)
-        looked = cache.lookup(path, key, stamp, window_start)
+        looked = cache.lookup(path, key, window_start)
+        stamp = looked.stamp
         if looked.aggregate is not None:
             looked.aggregate.teach(normalizer)
             return finish(looked.aggregate.templates, looked.aggregate.findings, config, normalizer, now,
