@@ -31,6 +31,7 @@ Orchestrators are recognised by the conventions their queries carry (``orchestra
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -90,6 +91,7 @@ class AccountRules:
         return self._decided[user]
 
 
+@functools.lru_cache(maxsize=4096)  # a run asks about a few hundred names tens of thousands of times
 def is_system_table(name: str) -> bool:
     parts = name.lower().split(".")
     return any(part in _SYSTEM_SCHEMAS for part in parts[:-1]) or bool(_SYSTEM_NAME_RE.match(parts[-1]))
@@ -107,10 +109,11 @@ def drop_reason(template: AggregatedTemplate, facts: NormalizedSql, config: Hist
     reads_table = any(not name.endswith("()") for name in facts.tables)
     if config.filters.dropTrivialProbes and facts.kind == "SELECT" and not reads_table:
         return "trivial-probe"
-    modes = config.filters.orchestrators.modes()
-    for marker in template.markers:
-        if modes.get(marker) == "exclude":
-            return f"orchestrator:{marker}"
+    if template.markers:  # most templates carry none: no modes to look up
+        modes = config.filters.orchestrators.modes()
+        for marker in template.markers:
+            if modes.get(marker) == "exclude":
+                return f"orchestrator:{marker}"
     stats = template.stats
     if stats.errorRate > config.filters.maxErrorRate:
         return "mostly-failing"
@@ -171,6 +174,11 @@ def parse_time(value: object) -> datetime | None:
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
     if isinstance(value, str):
         text = value.strip()
+        if text[-1:] in ("Z", "z"):  # ISO 8601 in UTC, as the readers write it: never a number, skip float()
+            try:
+                return parse_time(datetime.fromisoformat(text))
+            except ValueError:
+                return None
         try:
             number = float(text)
         except ValueError:
