@@ -292,8 +292,9 @@ def demo() -> None:
         root = Path(tmp) / "demo"
         report = anyio.run(lambda: run_demo(root, {}, console=Console(file=io.StringIO())))
         phase = next(p for p in report.phases if p.name == "query history")
-        for derived in (root / ".khive" / "historic-sql-cache.sqlite", root / "raw-sources" / "shop"
-                        / "historic-sql-digests"):  # derived state and evidence out: a true first run
+        # derived state (caches, the stored log aggregate) and evidence out: a true first run
+        for derived in (root / ".khive" / "historic-sql-cache.sqlite", root / ".khive" / "historic-sql-logs",
+                        root / "raw-sources" / "shop" / "historic-sql-digests"):
             if derived.is_dir():
                 shutil.rmtree(derived)
             else:

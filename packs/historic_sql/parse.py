@@ -50,7 +50,7 @@ from khive.sqlite_util import immediate, open_wal
 from packs.historic_sql.analyze import analyze
 from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.models import AggregatedTemplate
-from packs.historic_sql.parsed import ParsedTemplate, paused_gc
+from packs.historic_sql.parsed import ColumnUse, JoinEdge, ParsedTemplate, paused_gc
 
 ANALYZER_VERSION = "1"  # bump whenever analyze.py changes what it extracts
 POOL_THRESHOLD = 500
@@ -77,7 +77,9 @@ class ParseCache:
         self.path = path
         self.connection = connection
         self.db = open_wal(path)
-        self.db.execute("DROP TABLE IF EXISTS parsed")  # the row-per-template layout before FORMAT 2
+        # earlier layouts: a row per template (before FORMAT 2); log aggregates (now .khive/historic-sql-logs/)
+        self.db.execute("DROP TABLE IF EXISTS parsed")
+        self.db.execute("DROP TABLE IF EXISTS aggregates")
         self.db.execute("CREATE TABLE IF NOT EXISTS parsed_docs (connection TEXT PRIMARY KEY, context TEXT NOT NULL, "
                         "payload BLOB NOT NULL)")
 
@@ -113,20 +115,19 @@ FORMAT = 2
 def _encode(entries: Mapping[str, Entry]) -> bytes:
     """One document: distinct table sets, column uses and join edges once, templates as indexes into them
     (a run repeats a thousand column uses two hundred thousand times)."""
-    index: dict[Any, int] = {}
-    pooled: dict[str, list[Any]] = {"tableSets": [], "uses": [], "joins": []}
-
-    def ref(kind: str, value: Any) -> int:
-        found = index.get((kind, value))
-        if found is None:
-            found = index[(kind, value)] = len(pooled[kind])
-            pooled[kind].append(value)
-        return found
-
-    rows = [[tid, digest, ref("tableSets", p.tables), ref("tableSets", p.unknown_tables),
-             [ref("uses", use) for use in p.columns], [ref("joins", edge) for edge in p.joins], p.error]
-            for tid, (digest, p) in sorted(entries.items())]
-    return orjson.dumps({"format": FORMAT, **pooled, "templates": rows})
+    sets: dict[tuple[str, ...], int] = {}
+    uses: dict[ColumnUse, int] = {}
+    joins: dict[JoinEdge, int] = {}
+    rows = []
+    with paused_gc():
+        for tid, (digest, p) in sorted(entries.items()):
+            # setdefault(value, len(...)): a new value gets the next index, the dicts keep insertion order
+            rows.append([tid, digest, sets.setdefault(p.tables, len(sets)),
+                         sets.setdefault(p.unknown_tables, len(sets)),
+                         [uses.setdefault(use, len(uses)) for use in p.columns],
+                         [joins.setdefault(edge, len(joins)) for edge in p.joins], p.error])
+        return orjson.dumps({"format": FORMAT, "tableSets": list(sets), "uses": list(uses), "joins": list(joins),
+                             "templates": rows})
 
 
 def _decode(payload: bytes) -> dict[str, Entry]:

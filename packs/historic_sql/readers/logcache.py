@@ -4,8 +4,11 @@ Reading a log (``logfile.py``) normalizes every line and folds it into its templ
 unchanged rerun that was the whole cost of the read step. This cache keeps, per log file, the aggregate as
 it stands *before* the in-memory filters (``_common.finish``, which depend on the current time and on the
 filter settings and so run again every time), together with what ``finish`` asks the normalizer about
-each template (``Normalizer.known``: kind, tables). It lives in ``.khive/historic-sql-cache.sqlite``
-(table ``aggregates``, one row per log path): derived state, delete it any time.
+each template (``Normalizer.known``: kind, tables). It lives in ``.khive/historic-sql-logs/``, one file
+per log (named by a digest of the log's path): a JSON header line (key, stamp, window edges), then the
+aggregate as one JSON document. Derived state: delete it any time. A file, not a row beside the parse
+cache: the 64 MB aggregate of the 50,000-template bench log takes 0.1 s to write and 0.05 s to read as a
+file, 0.7 s and 0.12 s through SQLite's WAL.
 
 A stored aggregate is used when all three hold, checked in this order:
 
@@ -21,15 +24,17 @@ A stored aggregate is used when all three hold, checked in this order:
              were skipped. It stays valid while the new window start still falls between the newest
              skipped execution and the oldest kept one (the same executions would be kept)
 
-Everything else -- no row, an unreadable or damaged one, a database that cannot be opened -- is a miss
+Everything else -- no file, an unreadable or damaged one, a folder that cannot be created -- is a miss
 with a reason (``Lookup.reason``), never an error: the log is then read as if there were no cache, and
-the new aggregate replaces the stored one.
+the new aggregate replaces the stored one (written to a temporary file and renamed into place).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import sqlite3
+import os
+import secrets
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -40,13 +45,12 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from khive.sqlite_util import immediate, open_wal
 from packs.historic_sql.models import AggregatedTemplate, ProbeFinding, TemplateStats
 from packs.historic_sql.normalize import NormalizedSql, Normalizer
-from packs.historic_sql.parse import CACHE_FILE
 from packs.historic_sql.parsed import paused_gc
 
-FORMAT = 1  # of the stored rows (bump when the layout below changes)
+FORMAT = 1  # of the stored files (bump when the layout below changes)
+FOLDER = "historic-sql-logs"
 _CHUNK = 1 << 20
 
 
@@ -120,21 +124,18 @@ def cache_key(parts: Iterable[Any]) -> str:
 
 
 class AggregateCache:
-    """The stored aggregates of a project's query logs; see the module docstring."""
+    """The stored aggregates of a project's query logs, one file per log; see the module docstring."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
 
     @classmethod
     def for_project(cls, project: Path) -> AggregateCache:
-        return cls(project / ".khive" / CACHE_FILE)
+        return cls(project / ".khive" / FOLDER)
 
-    def _open(self) -> sqlite3.Connection:
-        db = open_wal(self.path)
-        db.execute("CREATE TABLE IF NOT EXISTS aggregates (log TEXT PRIMARY KEY, key TEXT NOT NULL, "
-                   "size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, digest TEXT NOT NULL, "
-                   "oldest_kept TEXT, newest_skipped TEXT, payload BLOB NOT NULL)")
-        return db
+    def file_for(self, log: Path) -> Path:
+        name = hashlib.blake2b(str(log.resolve()).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+        return self.folder / f"{name}.json"
 
     def lookup(self, log: Path, key: str, window_start: datetime) -> Lookup:
         """The stored aggregate of ``log`` when it may stand in for a read (see the module docstring), with
@@ -162,49 +163,48 @@ class AggregateCache:
         except OSError:
             return None, "log unreadable", None
         try:
-            db = self._open()
-        except (sqlite3.Error, OSError):
+            stream = self.file_for(log).open("rb")
+        except FileNotFoundError:
+            return None, "no stored aggregate", None
+        except OSError:
             return None, "cache unavailable", None
         try:
-            row = db.execute("SELECT key, size, mtime_ns, digest, oldest_kept, newest_skipped FROM aggregates "
-                             "WHERE log = ?", (_name(log),)).fetchone()
-            if row is None:
-                return None, "no stored aggregate", None
-            stored_key, stored_size, mtime_ns, digest, oldest, newest = row
-            if stored_key != key:
-                return None, "settings, versions or format changed", None
-            if stored_size != size:
-                return None, "log size changed", None
-            edges = _moment(oldest), _moment(newest)
-            if not Aggregate([], [], {}, *edges).fits(window_start):
-                return None, "the window moved past an execution", None
-            (payload,) = db.execute("SELECT payload FROM aggregates WHERE log = ?", (_name(log),)).fetchone()
-            return _decode(payload, *edges), "", Stamp(stored_size, mtime_ns, digest)
-        except (sqlite3.Error, TypeError, ValueError, KeyError, ValidationError):
-            # orjson's and pydantic's errors are ValueErrors; a damaged row is a miss like any other
+            with stream:
+                head = orjson.loads(stream.readline())
+                if head.get("key") != key or head.get("log") != str(log.resolve()):
+                    return None, "settings, versions or format changed", None
+                if head["size"] != size:
+                    return None, "log size changed", None
+                edges = _moment(head["oldestKept"]), _moment(head["newestSkipped"])
+                if not Aggregate([], [], {}, *edges).fits(window_start):
+                    return None, "the window moved past an execution", None
+                payload = stream.read()
+            return _decode(payload, *edges), "", Stamp(head["size"], head["mtimeNs"], head["digest"])
+        except (OSError, AttributeError, TypeError, ValueError, KeyError, ValidationError):
+            # orjson's and pydantic's errors are ValueErrors; a damaged file is a miss like any other
             return None, "stored aggregate unreadable", None
-        finally:
-            db.close()
 
     def store(self, log: Path, key: str, stamp: Stamp, aggregate: Aggregate) -> bool:
         """Keep ``aggregate`` for ``log``; False when it could not be stored (never an error)."""
+        target = self.file_for(log)
+        temp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+        head = {"format": FORMAT, "log": str(log.resolve()), "key": key, "size": stamp.size,
+                "mtimeNs": stamp.mtime_ns, "digest": stamp.digest, "oldestKept": _text(aggregate.oldest_kept),
+                "newestSkipped": _text(aggregate.newest_skipped)}
         try:
-            payload = _encode(aggregate)
-            db = self._open()
-            try:
-                with immediate(db):
-                    db.execute("INSERT OR REPLACE INTO aggregates VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                               (_name(log), key, stamp.size, stamp.mtime_ns, stamp.digest,
-                                _text(aggregate.oldest_kept), _text(aggregate.newest_skipped), payload))
-            finally:
-                db.close()
-        except (sqlite3.Error, OSError, TypeError, orjson.JSONEncodeError):
+            with paused_gc():
+                payload = _encode(aggregate)
+            self.folder.mkdir(parents=True, exist_ok=True)
+            # no fsync: derived state; a file torn by a crash is unreadable, so a miss
+            with temp.open("wb") as out:
+                out.write(orjson.dumps(head) + b"\n")
+                out.write(payload)
+            os.replace(temp, target)  # readers see a whole file, the old or the new
+        except (OSError, TypeError, orjson.JSONEncodeError):
+            with contextlib.suppress(OSError):
+                temp.unlink(missing_ok=True)
             return False  # a read-only project, a full disk, an integer orjson cannot write
         return True
-
-
-def _name(log: Path) -> str:
-    return str(log.resolve())
 
 
 def _text(moment: datetime | None) -> str | None:

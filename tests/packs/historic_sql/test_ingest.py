@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import shutil
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -96,8 +97,8 @@ async def test_an_unchanged_log_is_not_read_again_and_stages_what_a_cold_run_sta
     assert second["readStats"] == {"aggregateCache": "hit", "reason": "log unchanged"}
     assert second["normalizeStats"] == {}  # nothing to normalize: the log was not read
     assert gc.get_freeze_count() == 0  # what the ingest froze (parsed.frozen_until_exit) is back
-    for derived in (project / ".khive").glob("historic-sql-cache.sqlite*"):
-        derived.unlink()  # derived state, deletable any time: the next run is cold
+    for derived in (project / ".khive").glob("historic-sql-*"):  # derived state, deletable any time:
+        shutil.rmtree(derived) if derived.is_dir() else derived.unlink()  # the next run is cold
     cold = await scanned(INGEST)
     assert cold["readStats"]["aggregateCache"] == "miss" and cold["parseStats"]["cached"] == 0
     assert staged(project, second["syncId"]) == staged(project, cold["syncId"]) == staged(project, first["syncId"])

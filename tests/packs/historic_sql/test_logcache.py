@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,7 @@ def log(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def cache(tmp_path: Path) -> AggregateCache:
-    return AggregateCache(tmp_path / ".khive" / "historic-sql-cache.sqlite")
+    return AggregateCache.for_project(tmp_path)
 
 
 def read(path: Path, config: HistoricSqlConfig, cache: AggregateCache | None, now: datetime = NOW) -> ReaderResult:
@@ -144,10 +143,9 @@ def test_filter_settings_apply_to_a_stored_aggregate(log: Path, cache: Aggregate
 def test_a_damaged_or_unusable_cache_is_a_miss_never_an_error(log: Path, cache: AggregateCache,
                                                               tmp_path: Path) -> None:
     read(log, CONFIG, cache)
-    db = sqlite3.connect(cache.path)
-    db.execute("UPDATE aggregates SET payload = ?", (b'{"templates": [["x"]]',))
-    db.commit()
-    db.close()
+    stored = cache.file_for(log)
+    head = stored.read_bytes().split(b"\n", 1)[0]
+    stored.write_bytes(head + b'\n{"templates": [["x"]]')  # a torn file
     damaged = read(log, CONFIG, cache)
     assert stats(damaged)["reason"] == "stored aggregate unreadable"
     same_as_cold(damaged, log, CONFIG)
@@ -156,7 +154,7 @@ def test_a_damaged_or_unusable_cache_is_a_miss_never_an_error(log: Path, cache: 
     blocked = tmp_path / "blocked"
     blocked.mkdir()
     (blocked / ".khive").write_text("not a directory")  # the cache cannot even be created
-    unusable = read(log, CONFIG, AggregateCache(blocked / ".khive" / "historic-sql-cache.sqlite"))
+    unusable = read(log, CONFIG, AggregateCache.for_project(blocked))
     assert stats(unusable) == {"aggregateCache": "miss", "reason": "cache unavailable", "stored": False}
     same_as_cold(unusable, log, CONFIG)
     missing = read(tmp_path / "nope.jsonl", CONFIG, cache)
