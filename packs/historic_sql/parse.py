@@ -24,8 +24,8 @@ the catalog) and replaces the document. A run that parsed anything rewrites the 
 of templates absent from the run stay in it). Parse failures are cached too: they are deterministic.
 
 Measured (bench/historic_sql.py, 50,000 TPC-derived templates, 2 cores): the first run, pool and all,
-takes about 0.8x a bare single-process ``parse_one`` loop; the rerun served from the cache about 0.1x
-the first run, most of it bucketing, which no cache can skip (the statistics change every day).
+takes about 0.8x a bare single-process ``parse_one`` loop; an unchanged rerun serves all 50,000 from the
+cache in about 0.3 s of loading and 0.2 s of hashing the texts to check them (ADR 0024).
 """
 
 from __future__ import annotations

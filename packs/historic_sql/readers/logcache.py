@@ -67,13 +67,13 @@ class Stamp:
         """The file's stamp, or None when it cannot be read (the read reports that)."""
         try:
             with path.open("rb") as stream:
-                before = _stat(path)
+                st = os.fstat(stream.fileno())  # of the file being hashed, whatever the path names meanwhile
                 hasher = hashlib.blake2b(digest_size=16)
                 while chunk := stream.read(_CHUNK):
                     hasher.update(chunk)
         except OSError:
             return None
-        return cls(before[0], before[1], hasher.hexdigest())
+        return cls(st.st_size, st.st_mtime_ns, hasher.hexdigest())
 
     def unchanged(self, path: Path) -> bool:
         """Size and mtime are still the ones hashed (nothing wrote to the file meanwhile)."""
@@ -104,8 +104,8 @@ class Aggregate:
                 and (self.oldest_kept is None or self.oldest_kept >= window_start))
 
     def teach(self, normalizer: Normalizer) -> None:
-        """Give ``normalizer`` the facts ``finish`` will ask for. The raw texts are not kept, so each
-        template's canonical text stands in for them (normalizing it gives the same template)."""
+        """Give ``normalizer`` the facts ``finish`` will ask for (``known(template id)``). The raw texts
+        are not kept, so each template's canonical text stands in for them as the key."""
         normalizer.reserve(len(self.facts) + 1_000)
         with paused_gc():
             for facts in self.facts.values():
