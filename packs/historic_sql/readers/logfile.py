@@ -7,11 +7,14 @@ other than ``""``, ``0``, ``false``, ``no``, ``null``, ``none``. Files ending in
 through gzip; the format comes from the suffix (``.csv``; ``.jsonl``, ``.ndjson``, ``.json``) or,
 failing that, from the first character.
 
-Streaming: each line is normalized and folded into its template's accumulator (counts, per-user
-counts, first/last seen, rows, failures) and dropped; durations go into a bounded reservoir per
-template (Algorithm R, ``reservoir_size`` samples, a random generator seeded from ``seed`` and the
-template id, so a rerun on the same file gives the same percentiles). p50 and p95 are exact up to
-``reservoir_size`` executions and estimates from the reservoir beyond.
+One pass: each line is folded into its raw text's accumulator (counts, per-user counts, first/last
+seen, rows, failures) and dropped, and each new distinct text goes to the primer, whose pool
+normalizes while the pass reads on; then the raw texts' accumulators merge by template. Durations go
+into a bounded reservoir per raw text (Algorithm R, ``reservoir_size`` samples, a random generator
+seeded from ``seed`` and the text's digest); a template's sample is all of its texts' durations up to
+``reservoir_size``, beyond that a weighted sample of their reservoirs seeded from ``seed`` and the
+template id. So p50 and p95 are exact up to ``reservoir_size`` executions, estimates beyond, and the
+same for a rerun on the same file.
 
 A malformed line (bad JSON, not an object, no ``sql``, an unreadable timestamp or number, a CSV
 record with the wrong number of fields) is skipped and reported: one ``malformed_line`` finding
@@ -28,6 +31,8 @@ from __future__ import annotations
 
 import csv
 import gzip
+import hashlib
+import heapq
 import json
 import random
 from collections import Counter
@@ -77,6 +82,8 @@ class Execution:
 
 @dataclass
 class _Accumulator:
+    """One raw text's executions while the log is read; then, merged, one template's."""
+
     canonical: str
     executions: int = 0
     failures: int = 0
@@ -88,6 +95,7 @@ class _Accumulator:
     rng: random.Random | None = None
     users: Counter[str] = field(default_factory=Counter)
     markers: set[str] = field(default_factory=set)
+    samples: list[tuple[int, list[float]]] = field(default_factory=list)  # merged raw texts' (seen, sample)
 
     def add(self, run: Execution, sample_size: int, seed: str) -> None:
         self.executions += 1
@@ -104,13 +112,38 @@ class _Accumulator:
             if len(self.durations) < sample_size:
                 self.durations.append(run.duration_ms)
             else:  # Algorithm R: keep each of the n seen with probability sample_size / n
-                self.rng = self.rng or random.Random(seed)
+                self.rng = self.rng or random.Random(f"{seed}:{_digest(self.canonical)}")
                 slot = self.rng.randrange(self.durations_seen)
                 if slot < sample_size:
                     self.durations[slot] = run.duration_ms
 
-    def template(self, template_id: str, dialect: str) -> AggregatedTemplate:
-        ordered = sorted(self.durations)
+    def merge(self, raw: _Accumulator) -> None:
+        """Fold one raw text's executions into this template's."""
+        self.executions += raw.executions
+        self.failures += raw.failures
+        self.users.update(raw.users)
+        if raw.first is not None:
+            self.first = raw.first if self.first is None else min(self.first, raw.first)
+        if raw.last is not None:
+            self.last = raw.last if self.last is None else max(self.last, raw.last)
+        if raw.rows is not None:
+            self.rows = (self.rows or 0) + raw.rows
+        if raw.durations_seen:
+            self.samples.append((raw.durations_seen, raw.durations))
+        self.markers |= raw.markers
+
+    def sample(self, sample_size: int, seed: str) -> list[float]:
+        """The template's durations: all of them up to ``sample_size``, else a weighted sample
+        without replacement of its raw texts' samples (Efraimidis-Spirakis; a value of a text seen n
+        times with k kept stands for n / k executions)."""
+        if sum(seen for seen, _ in self.samples) <= sample_size:
+            return [value for _, values in self.samples for value in values]
+        rng = random.Random(seed)
+        keyed = [(rng.random() ** (len(values) / seen), value) for seen, values in self.samples for value in values]
+        return [value for _, value in heapq.nlargest(sample_size, keyed)]
+
+    def template(self, template_id: str, dialect: str, sample_size: int, seed: int) -> AggregatedTemplate:
+        ordered = sorted(self.sample(sample_size, f"{seed}:{template_id}"))
         p50 = round(quantile(ordered, 0.5), 3) if ordered else None
         p95 = round(quantile(ordered, 0.95), 3) if ordered else None
         stats = TemplateStats(executions=self.executions, distinctUsers=len(self.users), firstSeen=iso(self.first),
@@ -120,8 +153,12 @@ class _Accumulator:
                                   topUsers=top_users(self.users), markers=sorted(self.markers))
 
 
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
 Primer = Callable[[Normalizer, Iterable[str]], object]
-AGGREGATE_VERSION = "1"  # bump whenever a change here changes what a read folds (stored aggregates go stale)
+AGGREGATE_VERSION = "2"  # bump whenever a change here changes what a read folds (stored aggregates go stale)
 
 
 def read_logfile(path: Path | str, config: HistoricSqlConfig, *, dialect: str, log_format: LogFormat | None = None,
@@ -164,23 +201,20 @@ def read_logfile(path: Path | str, config: HistoricSqlConfig, *, dialect: str, l
 def _fold(path: Path, config: HistoricSqlConfig, normalizer: Normalizer, *, dialect: str,
           log_format: LogFormat | None, window_start: datetime, reservoir_size: int, seed: int,
           max_line_findings: int, primer: Primer | None) -> Aggregate:
-    """Read the log once (twice with a primer) and fold every line into its template's accumulator."""
-    if primer is not None:
-        try:
-            primer(normalizer, (record["sql"] for _, record in _records(path, log_format)
-                                if isinstance(record.get("sql"), str) and record["sql"].strip()))
-        except (OSError, UnicodeError, EOFError, csv.Error):
-            pass  # the folding pass below reports the unreadable file
+    """Read the log once, folding every line into its raw text's accumulator; then merge those by template.
+
+    The pass is a generator that yields each new distinct text: given to the primer, the texts are
+    normalized in its pool while the pass reads on, so reading costs no time of its own."""
     rules = AccountRules(config.filters.serviceAccounts)
-    templates: dict[str, _Accumulator] = {}
+    raws: dict[str, _Accumulator] = {}
     findings: list[ProbeFinding] = []
     malformed: list[int] = []
-    lines = old = excluded = 0
-    oldest_kept: datetime | None = None
-    newest_skipped: datetime | None = None
-    try:
+    counts = {"lines": 0, "old": 0, "excluded": 0}
+    edges: dict[str, datetime | None] = {"oldest_kept": None, "newest_skipped": None}
+
+    def new_texts() -> Iterator[str]:
         for line, record in _records(path, log_format):
-            lines += 1
+            counts["lines"] += 1
             try:
                 run = _execution(record)
             except Malformed as problem:
@@ -191,27 +225,44 @@ def _fold(path: Path, config: HistoricSqlConfig, normalizer: Normalizer, *, dial
             started = run.started_at
             if started is not None:
                 if started < window_start:
-                    old += 1
-                    if newest_skipped is None or started > newest_skipped:
-                        newest_skipped = started
+                    counts["old"] += 1
+                    newest = edges["newest_skipped"]
+                    if newest is None or started > newest:
+                        edges["newest_skipped"] = started
                     continue
-                if oldest_kept is None or started < oldest_kept:
-                    oldest_kept = started
+                oldest = edges["oldest_kept"]
+                if oldest is None or started < oldest:
+                    edges["oldest_kept"] = started
             decision = rules.decide(run.user)
             if decision == "exclude":
-                excluded += 1
+                counts["excluded"] += 1
                 continue
-            normalized = normalizer.normalize(run.sql)
-            entry = templates.get(normalized.template_id)
+            entry = raws.get(run.sql)
             if entry is None:
-                entry = templates[normalized.template_id] = _Accumulator(normalized.canonical_sql)
-            entry.add(run, reservoir_size, f"{seed}:{normalized.template_id}")
-            entry.markers |= text_markers(run.sql, normalized)
+                entry = raws[run.sql] = _Accumulator(run.sql)
+                yield run.sql
+            entry.add(run, reservoir_size, str(seed))
             if decision == "mark-only":
                 entry.markers.add(SERVICE_ACCOUNT)
+
+    try:
+        if primer is not None:
+            primer(normalizer, new_texts())
+        else:
+            for _ in new_texts():
+                pass
     except (OSError, UnicodeError, EOFError, csv.Error) as exc:
         findings.append(error("file_unreadable", f"cannot read query log {path}: {exc}",
                               "check the path in the connection's historicSql settings and the file's format"))
+    templates: dict[str, _Accumulator] = {}
+    for sql, raw in raws.items():
+        normalized = normalizer.normalize(sql)
+        entry = templates.get(normalized.template_id)
+        if entry is None:
+            entry = templates[normalized.template_id] = _Accumulator(normalized.canonical_sql)
+        raw.markers |= text_markers(sql, normalized)
+        entry.merge(raw)
+    lines, old, excluded = counts["lines"], counts["old"], counts["excluded"]
     if malformed:
         more = f" and {len(malformed) - max_line_findings} more" if len(malformed) > max_line_findings else ""
         findings.append(warning("malformed_lines", f"{len(malformed)} of {lines} records in {path.name} were malformed "
@@ -221,9 +272,9 @@ def _fold(path: Path, config: HistoricSqlConfig, normalizer: Normalizer, *, dial
         findings.append(info("outside_window", f"{old} executions older than {config.windowDays} days skipped"))
     if excluded:
         findings.append(info("service_accounts_excluded", f"{excluded} executions by excluded service accounts"))
-    built = [entry.template(template, dialect) for template, entry in templates.items()]
+    built = [entry.template(template, dialect, reservoir_size, seed) for template, entry in templates.items()]
     facts = {t.templateId: known for t in built if (known := normalizer.known(t.templateId)) is not None}
-    return Aggregate(built, findings, facts, oldest_kept, newest_skipped)
+    return Aggregate(built, findings, facts, edges["oldest_kept"], edges["newest_skipped"])
 
 
 # ---- records -------------------------------------------------------------------------------------------------

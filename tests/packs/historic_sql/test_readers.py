@@ -333,6 +333,20 @@ def test_logfile_reservoir_is_bounded_deterministic_and_close(tmp_path: Path) ->
     assert first.stats.p95RuntimeMs is not None and abs(first.stats.p95RuntimeMs - 950) < 40
 
 
+def test_logfile_percentiles_weigh_each_raw_text_by_its_executions(tmp_path: Path) -> None:
+    # one text run 7,500 times at 100 ms (its reservoir keeps 256 of them) and 2,500 literal variants
+    # run once at 900 ms: three quarters of the executions took 100 ms, whatever the reservoirs kept
+    heavy = [json.dumps({"sql": "SELECT * FROM events WHERE id = 1", "duration_ms": 100})] * 7_500
+    light = [json.dumps({"sql": f"SELECT * FROM events WHERE id = {n + 2}", "duration_ms": 900}) for n in range(2_500)]
+    path = write_jsonl(tmp_path / "mixed.jsonl", light[:1_000] + heavy + light[1_000:])
+    (template,) = read_logfile(path, HistoricSqlConfig(), dialect="postgres", reservoir_size=256, now=NOW).templates
+    assert (template.stats.executions, template.stats.p50RuntimeMs, template.stats.p95RuntimeMs) == (10_000, 100, 900)
+    few = write_jsonl(tmp_path / "few.jsonl", [json.dumps({"sql": f"SELECT * FROM events WHERE id = {n % 3}",
+                                                           "duration_ms": n * 10}) for n in range(10)])
+    (exact,) = read_logfile(few, HistoricSqlConfig(), dialect="postgres", now=NOW).templates
+    assert (exact.stats.p50RuntimeMs, exact.stats.p95RuntimeMs) == (45.0, 85.5)  # all ten, across three texts
+
+
 def test_logfile_unparseable_sql_is_kept_and_flagged(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "odd.jsonl", [json.dumps({"sql": f"SELECT a FROM t WHERE ((a = {n}"})
                                                 for n in range(6)])
