@@ -152,7 +152,7 @@ def sql_hash(sql: str, dialect: str) -> str:
 def parse_batch(templates: Sequence[AggregatedTemplate] | Sequence[Item], catalog: Catalog, *,
                 search_path: Sequence[str] = (), concurrency: int | None = None,
                 pool_threshold: int = POOL_THRESHOLD, cache: ParseCache | None = None,
-                known: Mapping[str, bytes] | None = None) -> BatchResult:
+                known: Mapping[str, ParsedTemplate] | None = None) -> BatchResult:
     """Parse every template; failures become ``parse_failed:<id>`` warnings, never exceptions.
 
     ``known`` holds results already made against this catalog and search path (``prime.Primer``,
@@ -173,7 +173,7 @@ def parse_batch(templates: Sequence[AggregatedTemplate] | Sequence[Item], catalo
             else:
                 todo.append(item)
     todo.sort()  # chunks (and so the pool's work) do not depend on the input order
-    given: list[Row] = []
+    given: list[tuple[str, ParsedTemplate]] = []
     if known:
         given = [(item[0], known[item[0]]) for item in todo if item[0] in known]
         todo = [item for item in todo if item[0] not in known]
@@ -185,12 +185,13 @@ def parse_batch(templates: Sequence[AggregatedTemplate] | Sequence[Item], catalo
     else:  # sqlglot trees are cyclic: the collector stays on while they are built
         fresh = _run_chunk(todo, catalog, search_path)
         cpu = time.process_time() - started
-    fresh = given + fresh
     with paused_gc():
         for template_id, payload in fresh:
             parsed[template_id] = ParsedTemplate.from_json(orjson.loads(payload), shared)
-    if cache is not None and fresh:  # results of templates not in this run stay: they may come back
-        cache.store(context, {**cached, **{tid: (hashes[tid], parsed[tid]) for tid, _ in fresh}})
+    parsed.update(given)
+    made = [tid for tid, _ in given] + [tid for tid, _ in fresh]
+    if cache is not None and made:  # results of templates not in this run stay: they may come back
+        cache.store(context, {**cached, **{tid: (hashes[tid], parsed[tid]) for tid in made}})
     warnings = tuple(sorted(f"parse_failed:{tid}" for tid, result in parsed.items() if result.error is not None))
     stats = {"templates": len(items), "cached": len(items) - len(todo) - len(given), "parsed": len(todo),
              "resolvedWhileNormalizing": len(given),

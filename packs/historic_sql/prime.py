@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
 from multiprocessing.pool import AsyncResult, Pool
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -37,7 +38,7 @@ from packs.historic_sql.analyze import resolve_tree
 from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.normalize import NORMALIZER_VERSION, NormalizedSql, Normalizer
 from packs.historic_sql.parse import CACHE_FILE, SQLGLOT_VERSION, pool_context
-from packs.historic_sql.parsed import ParsedTemplate
+from packs.historic_sql.parsed import ParsedTemplate, paused_gc
 
 POOL_THRESHOLD = 500
 STREAM_CHUNK = 250  # texts per pool task: about a quarter second of work, so the last task ends the pool soon
@@ -94,7 +95,7 @@ Analysis = tuple[Catalog, tuple[str, ...]]  # (scan catalog, search path)
 
 def prime(normalizer: Normalizer, texts: Iterable[str], *, cache: NormalCache | None = None, workers: int = 1,
           pool_threshold: int = POOL_THRESHOLD, redaction_patterns: Sequence[str] = (),
-          analysis: Analysis | None = None, analyses: dict[str, bytes] | None = None,
+          analysis: Analysis | None = None, analyses: dict[str, ParsedTemplate] | None = None,
           chunk_size: int = STREAM_CHUNK) -> dict[str, int]:
     """Fill ``normalizer`` with the results for ``texts`` (and ``analyses`` with parse results of the
     templates parsed here, when ``analysis`` is given); counts of cached and normalized texts.
@@ -110,6 +111,24 @@ def prime(normalizer: Normalizer, texts: Iterable[str], *, cache: NormalCache | 
     futures: list[AsyncResult[tuple[Rows, Rows, float]]] = []
     pending: list[tuple[str, str]] = []
     cached = 0
+    fresh: Rows = []
+    cpu = 0.0
+    shared: dict[Any, Any] = {}  # equal column uses and joins become one object (ParsedTemplate.from_json)
+
+    def take(chunk: list[tuple[str, str]], result: tuple[Rows, Rows, float]) -> None:
+        nonlocal cpu
+        rows, parsed, seconds = result
+        normalizer.reserve(len(seen) + 1_000)
+        for (digest, text), (same, payload) in zip(chunk, rows, strict=True):
+            assert digest == same
+            normalizer.remember(text, _result(payload))
+        fresh.extend(rows)
+        if analyses is not None:
+            with paused_gc():
+                for template, payload in parsed:
+                    analyses[template] = ParsedTemplate.from_json(orjson.loads(payload), shared)
+        cpu += seconds
+
     with ExitStack() as stack:
         # multiprocessing's Pool, not concurrent.futures: it replaces retired workers (WORKER_TASKS)
         # by itself; ProcessPoolExecutor(max_tasks_per_child) can hang once every task is submitted
@@ -137,25 +156,16 @@ def prime(normalizer: Normalizer, texts: Iterable[str], *, cache: NormalCache | 
             chunks.append(pending)
             if pool is not None:
                 futures.append(pool.apply_async(_chunk, (pending,)))
-        if pool is not None:
-            done = [future.get() for future in futures]
+        if pool is not None:  # each chunk's results are taken in while the later chunks are computed
+            for chunk, future in zip(chunks, futures, strict=True):
+                take(chunk, future.get())
         else:  # few texts or one worker: starting processes would cost more than it saves
             _init_worker(normalizer.dialect, redaction, analysis)
             try:
-                done = [_chunk(chunk) for chunk in chunks]
+                for chunk in chunks:
+                    take(chunk, _chunk(chunk))
             finally:
                 _release()
-    normalizer.reserve(len(seen) + 1_000)
-    fresh: Rows = []
-    cpu = 0.0
-    for chunk, (rows, parsed, seconds) in zip(chunks, done, strict=True):
-        for (digest, text), (same, payload) in zip(chunk, rows, strict=True):
-            assert digest == same
-            normalizer.remember(text, _result(payload))
-        fresh.extend(rows)
-        if analyses is not None:
-            analyses.update(parsed)
-        cpu += seconds
     if cache is not None and fresh:
         cache.store(fresh)
     normalized = len(seen) - cached
@@ -214,7 +224,7 @@ class Primer:
                  analysis: Analysis | None = None) -> None:
         self.project, self.dialect, self.workers, self.analysis = project, dialect, workers, analysis
         self.redaction = list(redaction_patterns)
-        self.analyses: dict[str, bytes] = {}
+        self.analyses: dict[str, ParsedTemplate] = {}
         self.stats: dict[str, int] = {}
 
     def __call__(self, normalizer: Normalizer, texts: Iterable[str]) -> dict[str, int]:

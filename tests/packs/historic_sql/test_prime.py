@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
 from hsql_project import LINE_ORDERS, ORDER_STATUS, RETURNS, REVENUE_BY_NATION
 
 from packs.historic_sql.analyze import analyze
@@ -28,14 +27,14 @@ TEXTS = [REVENUE_BY_NATION.format(segment="BUILDING"), REVENUE_BY_NATION.format(
 
 
 def test_attribution_from_the_normalizers_tree_agrees_with_parsing_the_canonical_text() -> None:
-    analyses: dict[str, bytes] = {}
+    analyses: dict[str, ParsedTemplate] = {}
     normalizer = Normalizer("sqlite")
     prime(normalizer, TEXTS, analysis=(CATALOG, ("main",)), analyses=analyses)
     results = {normalizer.normalize(text).template_id: normalizer.normalize(text) for text in TEXTS}
     parsed = [r for r in results.values() if not r.parse_failed and r.kind == "SELECT"]
     assert len(parsed) == 6 and set(analyses) == {r.template_id for r in parsed}  # two texts, one template
     for result in parsed:
-        fused = ParsedTemplate.from_json(orjson.loads(analyses[result.template_id]))
+        fused = analyses[result.template_id]
         assert fused == analyze(result.template_id, result.canonical_sql, "sqlite", CATALOG, ("main",))
         assert fused.tables
 
@@ -43,8 +42,8 @@ def test_attribution_from_the_normalizers_tree_agrees_with_parsing_the_canonical
 def test_pool_and_in_process_agree_and_the_cache_serves_the_rerun(tmp_path: Path) -> None:
     texts = [REVENUE_BY_NATION.format(segment=f"S{i}") + f" LIMIT {i}" for i in range(8)] + TEXTS
     pooled, local = Normalizer("sqlite"), Normalizer("sqlite")
-    pooled_found: dict[str, bytes] = {}
-    local_found: dict[str, bytes] = {}
+    pooled_found: dict[str, ParsedTemplate] = {}
+    local_found: dict[str, ParsedTemplate] = {}
     cache = NormalCache(tmp_path / "cache.sqlite", "sqlite", ())
     stats = prime(pooled, iter(texts), cache=cache, workers=2, pool_threshold=1, chunk_size=3,
                   analysis=(CATALOG, ("main",)), analyses=pooled_found)
