@@ -33,6 +33,7 @@ from sqlglot.errors import ParseError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from packs.historic_sql.catalog import Catalog, CatalogTable
+from packs.historic_sql.normalize import table_names
 from packs.historic_sql.parsed import ColumnUse, JoinEdge, ParsedTemplate, join_edge
 
 # select.args key -> clause name; "from_"/"with_" hold sources and CTEs, handled through scopes
@@ -259,23 +260,14 @@ def _clause(column: exp.Column, select: exp.Select) -> str | None:
 
 
 def written_tables(tree: exp.Expr, scopes: list[Scope], dialect: str) -> tuple[str, ...]:
-    """Every table the statement names, lower-cased as written (``db.name``; table functions as
-    ``name()``), CTE references left out: ``normalize._tables`` from the scopes, without a walk."""
+    """``normalize.table_names`` of every table the statement names, from the scopes: no walk."""
     ctes = {cte.alias_or_name.lower() for scope in scopes for cte in scope.ctes}
     tables = [table for scope in scopes for table in scope.tables]
     if not isinstance(tree, exp.Query):  # DML/DDL: the target table is in no query scope
         seen = {id(table) for table in tables}
         tables += [table for table in tree.find_all(exp.Table) if id(table) not in seen]
         ctes |= {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-    names: dict[str, None] = {}
-    for table in tables:
-        if isinstance(table.this, exp.Func):
-            names[f"{table.this.sql(dialect).partition('(')[0].lower()}()"] = None
-            continue
-        parts = [part.name for part in table.parts]
-        if parts and not (len(parts) == 1 and parts[0].lower() in ctes):
-            names[".".join(parts).lower()] = None
-    return tuple(sorted(names))
+    return table_names(tables, ctes, dialect)
 
 
 def _using_names(scope: Scope) -> set[str]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import sqlglot
@@ -225,15 +225,20 @@ def _tables(tree: exp.Expr, dialect: str) -> tuple[str, ...]:
             ctes.add(node.alias_or_name.lower())
         else:
             found.append(node)
+    return table_names(found, ctes, dialect)
+
+
+def table_names(tables: Iterable[exp.Table], ctes: set[str], dialect: str) -> tuple[str, ...]:
+    """Sorted, lower-cased names as written (``db.name``; table functions as ``name()``), CTE references
+    (a one-part name in ``ctes``) left out."""
     names: dict[str, None] = {}
-    for table in found:
+    for table in tables:
         if isinstance(table.this, exp.Func):
             names[f"{table.this.sql(dialect).partition('(')[0].lower()}()"] = None
             continue
         parts = [part.name for part in table.parts]
-        if not parts or (len(parts) == 1 and parts[0].lower() in ctes):
-            continue
-        names[".".join(parts).lower()] = None
+        if parts and not (len(parts) == 1 and parts[0].lower() in ctes):
+            names[".".join(parts).lower()] = None
     return tuple(sorted(names))
 
 
