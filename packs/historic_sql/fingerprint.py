@@ -32,7 +32,6 @@ T = TokenType
 _STRINGS = frozenset({T.STRING, T.BIT_STRING, T.HEX_STRING, T.BYTE_STRING, T.NATIONAL_STRING, T.RAW_STRING,
                       T.NATIONAL_RAW_STRING, T.HEREDOC_STRING, T.UNICODE_STRING})
 _LITERALS = _STRINGS | {T.NUMBER}
-_WORDS = frozenset({T.VAR, T.IDENTIFIER, T.NAME})
 # a token after which an operand ends: a following "-" is binary, "[" an index, ":" a path
 _VALUE_END = frozenset({T.VAR, T.IDENTIFIER, T.NAME, T.NUMBER, T.R_PAREN, T.R_BRACKET, T.PLACEHOLDER, T.STAR,
                         T.NULL, T.TRUE, T.FALSE}) | _STRINGS

@@ -28,6 +28,7 @@ from packs.historic_sql.projection import sl_sources_by_table
 from packs.historic_sql.schemas import InvalidOutput, PatternsOutput, UsageOutput, output_schema, parse_output
 from packs.historic_sql.stage import PATTERNS, table_file
 
+
 def unit_inputs(ctx: Context, unit: WorkUnit, run: Path, catalog: Catalog) -> dict[str, Any]:
     """What a provider reads for ``unit``: the staged input, the scan's columns, the SL sources."""
     if unit.kind == "usage":
