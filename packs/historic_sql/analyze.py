@@ -82,11 +82,16 @@ class _Analysis:
         if isinstance(source, exp.Table):
             found = self.table(source)
             return None if found is None or not found.columns else found.column(name) is not None
+        selects = self._selects(source)
+        return True if name in selects else (None if "*" in selects else False)
+
+    def _selects(self, source: Scope) -> frozenset[str]:
+        """A derived table's or CTE's output names, once per scope."""
         selects = self.selects.get(id(source))
         if selects is None:
             query = source.expression
             selects = self.selects[id(source)] = frozenset(query.named_selects if isinstance(query, exp.Query) else ())
-        return True if name in selects else (None if "*" in selects else False)
+        return selects
 
     def through(self, source: exp.Table | Scope, name: str) -> Ref | None:
         """The base-table column behind ``source.name``."""
@@ -168,8 +173,7 @@ class _Analysis:
                     found = self.table(source)
                     entries.append((source, found.lookup if found is not None and found.columns else None, None))
                 else:
-                    self.has_column(source, "")  # fills self.selects
-                    entries.append((source, None, self.selects[id(source)]))
+                    entries.append((source, None, self._selects(source)))
             self.entries[id(scope)] = entries
         return entries
 

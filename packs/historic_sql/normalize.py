@@ -89,6 +89,11 @@ def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
+def text_digest(text: str) -> str:
+    """The 128-bit BLAKE2b of a raw text, in hex: how the caches and seeds outside this module name it."""
+    return _digest(text).hex()
+
+
 def template_id(canonical_sql: str) -> str:
     return hashlib.sha256(canonical_sql.encode("utf-8")).hexdigest()[:16]
 

@@ -36,7 +36,7 @@ import orjson
 from khive.sqlite_util import immediate, open_wal
 from packs.historic_sql.analyze import resolve_tree
 from packs.historic_sql.catalog import Catalog
-from packs.historic_sql.normalize import NORMALIZER_VERSION, NormalizedSql, Normalizer
+from packs.historic_sql.normalize import NORMALIZER_VERSION, NormalizedSql, Normalizer, text_digest
 from packs.historic_sql.parse import CACHE_FILE, SQLGLOT_VERSION, pool_context
 from packs.historic_sql.parsed import ParsedTemplate, paused_gc
 
@@ -48,10 +48,6 @@ STREAM_CHUNK = 250  # texts per pool task: about a quarter second of work, so th
 # past WORKER_COLLECT_CHARS characters of SQL in one life (huge texts) it collects anyway.
 WORKER_TASKS = 4
 WORKER_COLLECT_CHARS = 4_000_000
-
-
-def _digest(sql: str) -> str:
-    return hashlib.blake2b(sql.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def _row(result: NormalizedSql) -> bytes:
@@ -134,7 +130,7 @@ def prime(normalizer: Normalizer, texts: Iterable[str], *, cache: NormalCache | 
         # by itself; ProcessPoolExecutor(max_tasks_per_child) can hang once every task is submitted
         pool: Pool | None = None
         for text in texts:
-            digest = _digest(text)
+            digest = text_digest(text)
             if digest in seen:
                 continue
             seen.add(digest)

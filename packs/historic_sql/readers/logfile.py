@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import csv
 import gzip
-import hashlib
 import heapq
 import json
 import random
@@ -47,7 +46,7 @@ import orjson
 from packs.historic_sql.config import HistoricSqlConfig
 from packs.historic_sql.filters import ORCHESTRATORS, SERVICE_ACCOUNT, AccountRules, iso, parse_time
 from packs.historic_sql.models import AggregatedTemplate, ProbeFinding, TemplateStats
-from packs.historic_sql.normalize import NORMALIZER_VERSION, Normalizer
+from packs.historic_sql.normalize import NORMALIZER_VERSION, Normalizer, text_digest
 from packs.historic_sql.parse import SQLGLOT_VERSION
 from packs.historic_sql.readers._common import (
     ReaderResult,
@@ -112,7 +111,7 @@ class _Accumulator:
             if len(self.durations) < sample_size:
                 self.durations.append(run.duration_ms)
             else:  # Algorithm R: keep each of the n seen with probability sample_size / n
-                self.rng = self.rng or random.Random(f"{seed}:{_digest(self.canonical)}")
+                self.rng = self.rng or random.Random(f"{seed}:{text_digest(self.canonical)}")
                 slot = self.rng.randrange(self.durations_seen)
                 if slot < sample_size:
                     self.durations[slot] = run.duration_ms
@@ -151,10 +150,6 @@ class _Accumulator:
                               errorRate=round(self.failures / self.executions, 6), rowsProduced=self.rows)
         return AggregatedTemplate(templateId=template_id, canonicalSql=self.canonical, dialect=dialect, stats=stats,
                                   topUsers=top_users(self.users), markers=sorted(self.markers))
-
-
-def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 Primer = Callable[[Normalizer, Iterable[str]], object]
