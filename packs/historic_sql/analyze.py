@@ -33,7 +33,7 @@ from sqlglot.errors import ParseError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from packs.historic_sql.catalog import Catalog, CatalogTable
-from packs.historic_sql.normalize import table_names
+from packs.historic_sql.normalize import table_names, tables_and_ctes
 from packs.historic_sql.parsed import ColumnUse, JoinEdge, ParsedTemplate, join_edge
 
 # select.args key -> clause name; "from_"/"with_" hold sources and CTEs, handled through scopes
@@ -263,15 +263,22 @@ def _clause(column: exp.Column, select: exp.Select) -> str | None:
     return CLAUSE_OF.get(child.arg_key or "") if parent is select else None
 
 
-def written_tables(tree: exp.Expr, scopes: list[Scope], dialect: str) -> tuple[str, ...]:
-    """``normalize.table_names`` of every table the statement names, from the scopes: no walk."""
+def written_tables(scopes: list[Scope], statement: tuple[list[exp.Table], list[exp.CTE]] | None,
+                   dialect: str) -> tuple[str, ...]:
+    """``normalize.table_names`` of every table the statement names, from the scopes and, for DML/DDL,
+    the ``statement``'s own tables and CTEs (``_statement_nodes``): no walk of its own."""
     ctes = {cte.alias_or_name.lower() for scope in scopes for cte in scope.ctes}
     tables = [table for scope in scopes for table in scope.tables]
-    if not isinstance(tree, exp.Query):  # DML/DDL: the target table is in no query scope
+    if statement is not None:
         seen = {id(table) for table in tables}
-        tables += [table for table in tree.find_all(exp.Table) if id(table) not in seen]
-        ctes |= {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+        tables += [table for table in statement[0] if id(table) not in seen]
+        ctes |= {cte.alias_or_name.lower() for cte in statement[1]}
     return table_names(tables, ctes, dialect)
+
+
+def _statement_nodes(tree: exp.Expr) -> tuple[list[exp.Table], list[exp.CTE]] | None:
+    """A DML/DDL statement's tables and CTEs (its target table is in no query scope); None for a query."""
+    return None if isinstance(tree, exp.Query) else tables_and_ctes(tree)
 
 
 def _using_names(scope: Scope) -> set[str]:
@@ -315,12 +322,13 @@ def resolve_tree(template_id: str, tree: exp.Expr, catalog: Catalog, search_path
         scopes = traverse_scope(tree)
         analysis = _Analysis(catalog, search_path)
         analysis.scopes(scopes)
-        if not isinstance(tree, exp.Query):  # DML/DDL: the target table is in no query scope
-            ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
-            for node in tree.find_all(exp.Table):
+        statement = _statement_nodes(tree)
+        if statement is not None:
+            ctes = {cte.alias for cte in statement[1]}
+            for node in statement[0]:
                 if node.name and (node.name not in ctes or node.db):
                     analysis.table(node)
-        names = written_tables(tree, scopes, dialect) if dialect is not None else None
+        names = written_tables(scopes, statement, dialect) if dialect is not None else None
     except Exception as exc:  # sqlglot raises many types (and RecursionError): one bad template must not end the batch
         return ParsedTemplate(template_id, error=f"{type(exc).__name__}: {exc}"[:MAX_ERROR]), None
     tables = sorted({t.key for t in analysis.tables.values() if t is not None})

@@ -223,14 +223,20 @@ def _kind(tree: exp.Expr) -> str:
 
 
 def _tables(tree: exp.Expr, dialect: str) -> tuple[str, ...]:
-    ctes: set[str] = set()
-    found: list[exp.Table] = []
-    for node in tree.find_all(exp.Table, exp.CTE):  # one walk for both
+    found, ctes = tables_and_ctes(tree)
+    return table_names(found, {cte.alias_or_name.lower() for cte in ctes}, dialect)
+
+
+def tables_and_ctes(tree: exp.Expr) -> tuple[list[exp.Table], list[exp.CTE]]:
+    """Every table node and every CTE of ``tree``, in one walk."""
+    tables: list[exp.Table] = []
+    ctes: list[exp.CTE] = []
+    for node in tree.find_all(exp.Table, exp.CTE):
         if isinstance(node, exp.CTE):
-            ctes.add(node.alias_or_name.lower())
+            ctes.append(node)
         else:
-            found.append(node)
-    return table_names(found, ctes, dialect)
+            tables.append(node)
+    return tables, ctes
 
 
 def table_names(tables: Iterable[exp.Table], ctes: set[str], dialect: str) -> tuple[str, ...]:
