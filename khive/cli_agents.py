@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from khive.agent_clients import SETTINGS, WRITTEN, Launch, mcp_servers_entry, merge_entry, snippets
 from khive.agent_guide import SKILL_PATH
 from khive.errors import ConfigError
@@ -160,7 +162,13 @@ async def build_guide(project: Path, env: Mapping[str, str]) -> Any:
 
     async def call(text: str, presentation: str) -> dict[str, Any]:
         ctx = Context(runtime, GUIDE_PRINCIPAL, MCP_STDIO, presentation=presentation)
-        return await dispatch(parse(text), ctx)
+        envelope = await dispatch(parse(text), ctx)
+        try:  # what the MCP server sends: an answer it cannot encode would fail the agent, so the example fails
+            wire: dict[str, Any] = orjson.loads(orjson.dumps(envelope))
+        except TypeError as exc:
+            return {"status": "failed", "results": [{"ok": False, "verb": text.split("(", 1)[0], "error": {
+                "code": "not_encodable", "message": f"the answer cannot be sent over MCP: {exc}"}}]}
+        return wire
 
     try:
         return await generate_guide(call, existing)
@@ -204,40 +212,55 @@ def handler(args: argparse.Namespace) -> int:
 
     project = locate_project(args.project, os.environ, Path.cwd())
     setup = setup_agents(project, os.environ, name=args.name, dry_run=args.dry_run, with_env_file=args.env_file)
-    console = Console(soft_wrap=True)
-    console.rule(f"khive setup-agents: {project}")
+    console = Console()
+
+    def say(text: str = "") -> None:  # piped output is plain and never cut to a width (snippets get copied)
+        if console.is_terminal:
+            console.print(text, markup=False, highlight=False)
+        else:
+            print(text)
+
+    if console.is_terminal:
+        console.rule(f"khive setup-agents: {project}")
+    else:
+        say(f"khive setup-agents: {project}")
     for item in setup.written:
         backup = f"  (previous kept as {item.backup.name})" if item.backup else ""
-        console.print(f"  {item.status:<13} {item.path.relative_to(project)}{backup}", markup=False)
-    _print_environment(console, setup, project)
+        say(f"  {item.status:<13} {item.path.relative_to(project)}{backup}")
+    _print_environment(say, setup, project)
     for title, text in setup.snippets.items():
-        console.print(f"\n[bold]{title}[/bold]")
-        console.print(Syntax(text, "toml" if "toml" in title else "json" if text.startswith("{") else "bash",
-                             theme="ansi_dark", word_wrap=True))
-    console.print("\nWhat each client expands:", markup=False)
+        say()
+        say(title)
+        if console.is_terminal:
+            console.print(Syntax(text, "toml" if "toml" in title else "json" if text.startswith("{") else "bash",
+                                 theme="ansi_dark", word_wrap=True))
+        else:
+            say(text)
+    say()
+    say("What each client expands:")
     for client in (*WRITTEN, *PRINTED):
-        console.print(f"  {client.title}: {client.expands}", markup=False)
+        say(f"  {client.title}: {client.expands}")
     ran = [item for item in setup.guide.checked if item.ok]
-    console.print(f"\nThe agent guide is {SKILL_PATH}: {len(ran)} examples, each run on this project.", markup=False)
+    say()
+    say(f"The agent guide is {SKILL_PATH}: {len(ran)} examples, each run on this project.")
     for item in setup.guide.checked:
         if not item.ok:
-            console.print(f"  left out: {item.example.key}: {item.error}", markup=False)
+            say(f"  left out: {item.example.key}: {item.error}")
     return 0
 
 
-def _print_environment(console: Any, setup: Setup, project: Path) -> None:
+def _print_environment(say: Any, setup: Setup, project: Path) -> None:
     from khive.agent_clients import CLAUDE_CODE, CURSOR
 
+    say()
     if not setup.launch.variables:
-        console.print("\nkhive.yaml refers to no environment variables: the clients need none.", markup=False)
+        say("khive.yaml refers to no environment variables: the clients need none.")
         return
-    names = ", ".join(setup.launch.variables)
-    console.print(f"\nThe server needs {names} (khive.yaml's env: references). {CLAUDE_CODE.title} "
-                  f"{CLAUDE_CODE.expands}; {CURSOR.title} {CURSOR.expands}: the files hold references, not values.",
-                  markup=False)
+    say(f"The server needs {', '.join(setup.launch.variables)} (khive.yaml's env: references). "
+        f"{CLAUDE_CODE.title} {CLAUDE_CODE.expands}; {CURSOR.title} {CURSOR.expands}: the files hold "
+        "references, not values.")
     if setup.missing:
-        console.print(f"Not set in this shell nor in {ENV_FILE}: {', '.join(setup.missing)}. Export them where the "
-                      f"client starts, or put them in {project / ENV_FILE} (VAR=value lines; git-ignored).",
-                      markup=False)
-    console.print(f"Clients that cannot expand variables read them from {project / ENV_FILE}: rerun with "
-                  "--env-file to copy this shell's values there (0600; keep it out of git).", markup=False)
+        say(f"Not set in this shell nor in {ENV_FILE}: {', '.join(setup.missing)}. Export them where the client "
+            f"starts, or put them in {project / ENV_FILE} (VAR=value lines; git-ignored).")
+    say(f"Clients that cannot expand variables read them from {project / ENV_FILE}: rerun with --env-file to "
+        "copy this shell's values there (0600; keep it out of git).")

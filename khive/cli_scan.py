@@ -62,8 +62,11 @@ def summary(report: Mapping[str, Any], project: Path) -> list[str]:
         lines.append("first scan of this connection")
     else:
         lines.append(f"changes since {sync_time(previous)}: " + ("; ".join(changes) if changes else "none"))
-    for warning in [*(report.get("warnings") or []), *(report.get("capabilityGaps") or [])]:
+    for warning in report.get("warnings") or []:
         lines.append(f"warning: {warning if isinstance(warning, str) else orjson.dumps(warning).decode()}")
+    gaps = report.get("capabilityGaps") or []
+    if gaps:
+        lines.append(f"not available from {report.get('driver')}: {', '.join(str(gap) for gap in gaps)}")
     seconds = float((report.get("timings") or {}).get("total_ms") or 0) / 1000
     run = Path("raw-sources") / str(report["connection"]) / "live-database" / str(report["syncId"])
     lines.append(f"run: {run}/ ({seconds:.1f} s); latest view: _schema/{report['connection']}/ "

@@ -20,6 +20,7 @@ import orjson
 Call = Callable[[str, str], Awaitable[dict[str, Any]]]
 
 CONNECTIONS = 3
+CANDIDATES = 3  # tables tried per connection for one worth grouping by
 MEASURES_LISTED = 6
 PER_TABLE = 2
 _PAGE_KINDS = ("warning", "rule", "note")
@@ -71,7 +72,9 @@ async def gather(call: Call) -> Facts:
     overview = await result_of(call, "overview()") if "overview" in verbs else None
     if overview is None:
         return Facts({}, verbs, operators)
-    scanned = [entry for entry in overview["connections"] if entry.get("lastScan")][:CONNECTIONS]
+    # Connections with query history first (their examples use the tables people query), then the largest.
+    scanned = sorted((entry for entry in overview["connections"] if entry.get("lastScan")),
+                     key=lambda entry: (not entry.get("topTables"), -int(entry.get("tables") or 0)))[:CONNECTIONS]
     featured: list[Featured] = []
     measures: dict[str, list[str]] = {}
     for entry in scanned:
@@ -84,26 +87,26 @@ async def gather(call: Call) -> Facts:
 
 
 async def _feature(call: Call, verbs: frozenset[str], entry: Mapping[str, Any]) -> Featured | None:
+    """The most queried table (else the largest) that has a column to group by; else the first candidate."""
     connection = entry["id"]
-    top, largest = entry.get("topTables") or [], entry.get("largestTables") or []
-    if top:
-        table, why = top[0]["table"], f"most queried: {top[0]['executions']} runs"
-    elif largest:
-        table, why = largest[0]["table"], f"largest: about {largest[0].get('estimatedRows') or 0} rows"
-    else:
-        return None
-    word = re.sub(r"[^0-9A-Za-z]+", " ", table.rsplit(".", 1)[-1]).strip() or table
-    found = Featured(connection, entry["driver"], table, why, word)
-    if "scan.entity" not in verbs:
-        return found
-    detail = await result_of(call, f"scan.entity(connection={quoted(connection)}, table={quoted(table)})")
-    if detail is None:
-        return found
-    group = _group_column(detail)
-    source, measure, dimension = await _semantic(call, verbs, connection, table, group)
-    return Featured(connection, entry["driver"], table, why, found.word, group_column=group,
-                    usage=bool(detail.get("usage")) and "historic_sql.usage" in verbs,
-                    source=source, measure=measure, dimension=dimension)
+    candidates = [(t["table"], f"most queried: {t['executions']} runs") for t in entry.get("topTables") or []] or [
+        (t["table"], f"largest: about {t.get('estimatedRows') or 0} rows") for t in entry.get("largestTables") or []]
+    first: Featured | None = None
+    for table, why in candidates[:CANDIDATES]:
+        word = re.sub(r"[^0-9A-Za-z]+", " ", table.rsplit(".", 1)[-1]).strip() or table
+        found = Featured(connection, entry["driver"], table, why, word)
+        detail = await result_of(call, f"scan.entity(connection={quoted(connection)}, table={quoted(table)})") \
+            if "scan.entity" in verbs else None
+        if detail is not None:
+            group = _group_column(detail)
+            source, measure, dimension = await _semantic(call, verbs, connection, table, group)
+            found = Featured(connection, entry["driver"], table, why, word, group_column=group,
+                             usage=bool(detail.get("usage")) and "historic_sql.usage" in verbs,
+                             source=source, measure=measure, dimension=dimension)
+        if found.group_column:
+            return found
+        first = first or found
+    return first
 
 
 def _group_column(detail: Mapping[str, Any]) -> str | None:
@@ -132,11 +135,12 @@ async def _semantic(call: Call, verbs: frozenset[str], connection: str, table: s
     read = await result_of(call, f"sl.read(name={quoted(source)}, format=\"json\")")
     body = (read or {}).get("source") or {}
     names = [m["name"] for m in body.get("measures") or [] if isinstance(m, Mapping) and m.get("name")]
-    summed = [m["name"] for m in body.get("measures") or [] if isinstance(m, Mapping) and m.get("agg") == "sum"]
+    # A count first: its value is an integer on every engine (a sum's type follows the column's).
+    counted = [m["name"] for m in body.get("measures") or [] if isinstance(m, Mapping) and m.get("agg") == "count"]
     columns = {c["name"]: c for c in body.get("columns") or [] if isinstance(c, Mapping) and c.get("name")}
     strings = [name for name, column in columns.items() if column.get("type") == "string"]
     dimension = group if group in columns else (strings[0] if strings else None)
-    measure = (summed or names or [None])[0]
+    measure = (counted or names or [None])[0]
     return (source, f"{source}.{measure}" if measure else None,
             f"{source}.{dimension}" if dimension else None)
 

@@ -50,6 +50,8 @@ def render_generated(facts: Facts, checked: Sequence[Checked]) -> str:
                    "the budget." + _figures(ran.get("lookup"))),
     ])
     out += _section("Query", ran, [
+        ("entity", "everything known about one table: columns with types and sample values, keys, foreign keys "
+                   "in and out, and how people use it."),
         ("sql", "runs one read-only statement, row-limited (`limit=`, default 100); the answer says `truncated`."),
         ("sl_query", "computes a semantic-layer measure by a dimension and runs the SQL read-only. Prefer it "
                      "where a measure exists: it carries the agreed definition."),
@@ -85,7 +87,8 @@ def _project(facts: Facts) -> list[str]:
         lines.append(f"- `{entry['id']}` ({entry['driver']}): {_holds(entry)}")
         top = entry.get("topTables") or []
         if top:
-            lines.append("  - Most queried: " + ", ".join(f"`{t['table']}` ({t['executions']} runs)" for t in top))
+            lines.append("  - Most queried: " + ", ".join(f"`{t['table']}` ({_count(t['executions'], 'run')})"
+                                                       for t in top))
         elif entry.get("largestTables"):
             lines.append("  - Largest: " + ", ".join(f"`{t['table']}` (about {t.get('estimatedRows') or 0} rows)"
                                                      for t in entry["largestTables"]))
@@ -94,7 +97,7 @@ def _project(facts: Facts) -> list[str]:
             lines.append("  - Measures: " + ", ".join(f"`{name}`" for name in measures))
     topics = (overview.get("wiki") or {}).get("topics") or []
     if topics:
-        lines.append("- Wiki topics: " + ", ".join(f"`{t['topic']}` ({t['pages']} pages)" for t in topics))
+        lines.append("- Wiki topics: " + ", ".join(f"`{t['topic']}` ({_count(t['pages'], 'page')})" for t in topics))
     for item in overview.get("stale") or []:
         lines.append(f"- Stale: {item['what']}: {item['why']} (the person can fix it: `{item['fix']}`)")
     if not overview.get("connections"):
@@ -177,6 +180,10 @@ def _errors(facts: Facts) -> list[str]:
                   "  `relations={\"supersedes\": [...]}` to retire a page. Check with `wiki.search` first, to extend",
                   "  a page rather than duplicate it."]
     return lines
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
 
 
 def _round(tokens: int) -> int:
