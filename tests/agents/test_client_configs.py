@@ -4,6 +4,7 @@ in each client's own syntax, and re-running merges into what the user has instea
 from __future__ import annotations
 
 import json
+import re
 import stat
 from pathlib import Path
 
@@ -105,3 +106,37 @@ def test_dry_run_writes_nothing_and_invalid_json_is_left_alone(project: Path) ->
     assert result.returncode == 2 and ".cursor/mcp.json:3: not valid JSON" in result.stderr
     assert (project / ".cursor" / "mcp.json").read_text(encoding="utf-8") == broken
     assert not (project / ".mcp.json").exists()  # every file is checked before any is written
+
+
+def test_the_readme_shows_the_configs_setup_agents_writes_and_prints(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Connect your agent"):]
+    jsonc = section[section.index("```jsonc\n") + 9:]
+    jsonc = jsonc[:jsonc.index("```")]
+    shown = [json.loads(block) for block in re.split(r"^//.*\n", jsonc, flags=re.M) if block.strip()]
+    toml = section[section.index("```toml\n") + 8:]
+    codex = [line for line in toml[:toml.index("```")].splitlines() if not line.startswith("#")]
+
+    project = tmp_path / "analytics"
+    init_project(project, "ann")
+    (project / "khive.yaml").write_text("connections:\n  warehouse: {driver: postgres, url: env:DATABASE_URL}\n",
+                                        encoding="utf-8")
+    result = khive("setup-agents", cwd=project, env={"KHIVE_HOME": "", "KHIVE_SOCKET": ""})
+    assert result.returncode == 0, result.stderr
+    entry = mcp_entry(project)
+
+    def as_here(config: dict[str, object]) -> dict[str, object]:
+        text = json.dumps(config).replace("/home/ann/khive/.venv/bin/khive", entry["command"])
+        loaded: dict[str, object] = json.loads(text.replace("/home/ann/analytics", str(project)))
+        return loaded
+
+    claude, cursor, vscode, opencode, desktop = (as_here(config) for config in shown)
+    assert claude == json.loads((project / ".mcp.json").read_text(encoding="utf-8"))
+    assert cursor == json.loads((project / ".cursor" / "mcp.json").read_text(encoding="utf-8"))
+    printed = result.stdout
+    snippets = [json.loads(block) for block in re.findall(r"^\{\n.*?^\}$", printed, flags=re.M | re.S)]
+    for config in (vscode, opencode, desktop):
+        assert config in snippets, config
+    here = "\n".join(codex).replace("/home/ann/khive/.venv/bin/khive", entry["command"]).replace(
+        "/home/ann/analytics", str(project))
+    assert here in printed
