@@ -24,7 +24,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -32,6 +32,9 @@ from khive.agent_clients import SETTINGS, WRITTEN, Launch, mcp_servers_entry, me
 from khive.agent_guide import SKILL_PATH
 from khive.errors import ConfigError
 from khive.project.envfile import ENV_FILE, env_file, is_placeholder, read_env_file
+
+if TYPE_CHECKING:
+    from khive.guide import Guide
 
 GUIDE_PRINCIPAL = "agent:khive-setup-agents"  # the guide's examples are checked as an agent would run them
 
@@ -49,7 +52,7 @@ class Setup:
     snippets: dict[str, str]
     launch: Launch
     missing: list[str]  # variables khive.yaml needs that are set neither here nor in .khive/env
-    guide: Any  # khive.guide.Guide
+    guide: Guide
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -148,7 +151,7 @@ def env_file_text(path: Path, launch: Launch, env: Mapping[str, str]) -> str:
     return "\n".join(out) + "\n"
 
 
-async def build_guide(project: Path, env: Mapping[str, str]) -> Any:
+async def build_guide(project: Path, env: Mapping[str, str]) -> Guide:
     """The guide generated from the project, its examples checked through in-process dispatch as an agent."""
     from khive.bootstrap import open_runtime
     from khive.context import MCP_STDIO, Context
@@ -240,12 +243,12 @@ def handler(args: argparse.Namespace) -> int:
     say("What each client expands:")
     for client in (*WRITTEN, *PRINTED):
         say(f"  {client.title}: {client.expands}")
-    ran = [item for item in setup.guide.checked if item.ok]
+    ran = [check for check in setup.guide.checked if check.ok]
     say()
     say(f"The agent guide is {SKILL_PATH}: {len(ran)} examples, each run on this project.")
-    for item in setup.guide.checked:
-        if not item.ok:
-            say(f"  left out: {item.example.key}: {item.error}")
+    for check in setup.guide.checked:
+        if not check.ok:
+            say(f"  left out: {check.example.key}: {check.error}")
     return 0
 
 

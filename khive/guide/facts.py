@@ -1,10 +1,10 @@
 """What the guide's examples are made of: this project's connections, tables, columns, measures and
 pages, learnt through the same public verbs an agent calls (so an example names only what exists).
 
-For each scanned connection (at most ``CONNECTIONS``) one table is featured: the most queried one when
-query history was ingested, else the largest. Its scan entry gives a column to group by (one people
-group by, else the categorical column with the fewest values); its semantic-layer source, when there
-is one, gives a measure and a dimension.
+For each scanned connection (at most ``CONNECTIONS``, those with query history first) one table is
+featured: of the most queried tables (else the largest), the first with a column to group by (one
+people group by, else the categorical column with the fewest values). Its semantic-layer source,
+when there is one, gives a measure (a count first: an integer on every engine) and a dimension.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ class Featured:
     connection: str
     driver: str
     table: str  # schema.table, as scan.entity and discover.lookup accept it
-    why: str  # "most queried: 1650 runs" or "largest: 87561 rows"
     word: str  # a search phrase from its name ("order items")
     group_column: str | None = None
     usage: bool = False  # historic_sql.usage answers for it
@@ -89,18 +88,17 @@ async def gather(call: Call) -> Facts:
 async def _feature(call: Call, verbs: frozenset[str], entry: Mapping[str, Any]) -> Featured | None:
     """The most queried table (else the largest) that has a column to group by; else the first candidate."""
     connection = entry["id"]
-    candidates = [(t["table"], f"most queried: {t['executions']} runs") for t in entry.get("topTables") or []] or [
-        (t["table"], f"largest: about {t.get('estimatedRows') or 0} rows") for t in entry.get("largestTables") or []]
+    candidates = [t["table"] for t in entry.get("topTables") or entry.get("largestTables") or []]
     first: Featured | None = None
-    for table, why in candidates[:CANDIDATES]:
+    for table in candidates[:CANDIDATES]:
         word = re.sub(r"[^0-9A-Za-z]+", " ", table.rsplit(".", 1)[-1]).strip() or table
-        found = Featured(connection, entry["driver"], table, why, word)
+        found = Featured(connection, entry["driver"], table, word)
         detail = await result_of(call, f"scan.entity(connection={quoted(connection)}, table={quoted(table)})") \
             if "scan.entity" in verbs else None
         if detail is not None:
             group = _group_column(detail)
             source, measure, dimension = await _semantic(call, verbs, connection, table, group)
-            found = Featured(connection, entry["driver"], table, why, word, group_column=group,
+            found = Featured(connection, entry["driver"], table, word, group_column=group,
                              usage=bool(detail.get("usage")) and "historic_sql.usage" in verbs,
                              source=source, measure=measure, dimension=dimension)
         if found.group_column:
