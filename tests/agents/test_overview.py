@@ -13,7 +13,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 from agent_helpers import khive, ok
-from conftest import QUERIES
+from library_project import QUERIES
 from mcp import Client
 
 from khive.agent_brief import BRIEF_TOKENS, project_brief
