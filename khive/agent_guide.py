@@ -1,57 +1,35 @@
-"""The agent guide: a short markdown skill on using khive well, written into projects by ``khive setup-agents``.
+"""Where the agent guide lives in a project and how its generated part is marked.
 
-The ``request`` tool description points agents at it (``SKILL_PATH``); the text itself ships here so
-every installation has the same guide and a test can check it names only real verbs.
+``khive setup-agents`` writes the guide as a skill at ``SKILL_PATH``; ``khive.guide`` generates it
+from the project. Only the text between ``BEGIN`` and ``END`` is regenerated: what a person writes
+outside the markers (and the frontmatter, once written) is theirs and survives every rerun.
 """
 
 from __future__ import annotations
 
 SKILL_PATH = ".claude/skills/khive/SKILL.md"
 
-GUIDE = """\
+BEGIN = ("<!-- khive:guide:begin -- written by `khive setup-agents` from this project and rewritten on every "
+         "run; put your own notes outside these markers, they are kept -->")
+END = "<!-- khive:guide:end -->"
+
+FRONTMATTER = """\
 ---
 name: khive
-description: Find, understand and query the company's data (tables, metrics, playbooks, query history) through
-  khive's one MCP tool, `request`. Use it before writing SQL against the warehouse.
+description: Find, understand and query this project's data (tables, metrics, playbooks, query history)
+  through khive's one MCP tool, `request`. Use it before writing SQL against the project's databases.
 ---
-
-# Working with khive
-
-khive has ONE tool, `request`. Its `ops` argument is a small DSL; the answer is an envelope whose
-`results[i]` is `{ok, verb, result}` or `{ok: false, verb, error: {code, message, details}}`.
-
-## Start with discover
-- `discover.search(query="net revenue by region")` ranks wiki pages, semantic-layer sources,
-  measures and scanned tables/columns together. Read the `floor` first: warnings and rules that
-  always apply (e.g. how revenue is defined).
-- `discover.lookup(id="table:shop:sales.orders", budget_tokens=800)` returns one entity with its
-  neighbours, usage (how people query it) and evidence, cut to fit the budget.
-- Only then write SQL: `sql.execute(connection="shop", sql="SELECT ...")` runs read-only, row-limited.
-  Prefer `sl.query(connection=..., measures=[...], dimensions=[...])` where a measure exists.
-
-## Batch independent questions
-`[scan.tables(connection="shop", query="refunds"), sl.search(query="revenue"), wiki.search(query="refunds")]`
-runs concurrently (up to 100 ops); one failure never aborts the others. Batch instead of calling
-the tool several times in a row.
-
-## Chain dependent steps
-```text
-discover.search(query="support tickets", kinds=["table"], limit=1)
-  | scan.entity(connection="shop", table=$prev.refs[0].id)
-```
-runs in order; `$prev` is the previous op's result (`$prev.refs[0].id`, `$prev.rows[2]`). After a
-failure the rest of the chain is aborted, and says so.
-
-## Budgets and size
-- Pass `budget_tokens=` to discover verbs and `limit=` to searches; ask for more only when needed.
-- `presentation="agent"` (the default) is compact; `verbose` is the canonical full form.
-- `any.verb(help=true)` returns a verb's parameters; `verbs()` lists every verb.
-
-## Errors and permissions
-- A DSL syntax error is an MCP `invalid_params` error with line, column and a fix
-  (`did you mean query="revenue"?`): fix the text and resend.
-- Operator verbs (`scan.run`, `sl.bootstrap`, `historic_sql.ingest`, `wiki.delete`, `audit.query`) are
-  refused over MCP with `permission_denied`: ask the person to run them with the khive CLI.
-- Write what you learn back: `wiki.write(key="sales/<topic>", summary="...", body="...", kind="note")`;
-  use `kind="warning"` for traps, and `relations={"supersedes": ["old-key"]}` to retire a page.
 """
+
+NOTES = """\
+## Our notes
+
+Write here what agents should know about this project that khive cannot see (who owns which tables,
+definitions in dispute, what not to touch). `khive setup-agents` keeps this section as it is.
+"""
+
+# The static guides of earlier versions (sha256): replaced whole, since nobody wrote in them.
+EARLIER_GUIDES = frozenset({
+    "cc20adf7a1431e167e58e3c3a83e0a2ef7c277a24ddb4e5c428a7f812920addd",
+    "46b90740a9aeca8d9495742d1e1ba0fdbdb3aa13235abfdf9018dcfc1148b6a4",
+})

@@ -22,9 +22,11 @@ __all__ = ["locate_project", "open_runtime", "operator_principal"]
 def open_runtime(project: Path, env: Mapping[str, str], extra_plugins: Iterable[object] = ()) -> Runtime:
     from khive.plugins import plugins_from_env, selected_from_env
     from khive.project.config import load_config
+    from khive.project.envfile import with_env_file
     from khive.runtime import build_runtime
 
     config = load_config(project / CONFIG_NAME)
+    env = with_env_file(project, env)  # .khive/env: for clients that start the server without the variables
     return build_runtime(project, config, env, packs=selected_from_env(env),
                          extra_plugins=[*extra_plugins, *plugins_from_env(env)])
 

@@ -131,9 +131,11 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--json", action="store_true", help="one JSON object per line")
     audit.set_defaults(handler=_audit)
 
-    scan = commands.add_parser("scan", help="scan a connection's live database (scan.run)")
-    scan.add_argument("connection")
-    scan.set_defaults(handler=_scan)
+    from khive import cli_scan
+
+    scan = commands.add_parser("scan", help="scan a connection's live database (scan.run); prints a summary")
+    cli_scan.add_arguments(scan)
+    scan.set_defaults(handler=cli_scan.handler)
 
     from khive import cli_ingest
 
@@ -144,6 +146,7 @@ def _parser() -> argparse.ArgumentParser:
     from khive import cli_doctor
 
     doctor = commands.add_parser("doctor", help="what retrieval can see (discover.doctor) and query-history probes")
+    cli_doctor.add_arguments(doctor)
     doctor.set_defaults(handler=cli_doctor.doctor)
 
     from khive.daemon.cli import add_daemon_commands
@@ -176,12 +179,6 @@ def _init(args: argparse.Namespace) -> int:
     created = init_project(root, operator_principal().split(":", 1)[1])
     print(f"khive project at {root}" + (f" (created {', '.join(created)})" if created else " (already there)"))
     return EXIT_OK
-
-
-def _scan(args: argparse.Namespace) -> int:
-    args.ops = f"scan.run(connection={orjson.dumps(args.connection).decode()})"
-    args.presentation, args.request_id = "agent", ""
-    return _request(args)
 
 
 def _request(args: argparse.Namespace) -> int:

@@ -1,13 +1,15 @@
 """``khive doctor``: discover.doctor plus historic_sql.probe per PostgreSQL connection, printed readably.
 
 A composition root (reads the environment through the runtime it opens). Exit 0 when nothing is
-high severity (or, from a probe, error), 1 when such a finding exists or an op failed.
+high severity (or, from a probe, error), 1 when such a finding exists or an op failed. ``--json``
+prints every check's result as one JSON object; piped output is plain lines, never cut to a width.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +28,14 @@ def _ops(runtime: Any) -> list[str]:
     return ops
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON object: each check's request and result, and whether anything failed")
+
+
 def doctor(args: argparse.Namespace) -> int:
     # Imported here: every khive command builds this parser, and only `khive doctor` needs the runtime.
     import anyio
-    from rich.console import Console
-    from rich.table import Table
 
     from khive.bootstrap import locate_project, open_runtime, operator_principal
     from khive.context import CLI, Context
@@ -47,27 +52,70 @@ def doctor(args: argparse.Namespace) -> int:
         finally:
             await runtime.aclose()
 
-    console, failed, high = Console(), False, False
-    for text, result in anyio.run(run):
-        console.rule(text)
+    checks = anyio.run(run)
+    failing = any(not result["ok"] or any(str(item.get("severity")) in FAILING
+                                          for item in (result.get("result") or {}).get("findings") or [])
+                  for _, result in checks)
+    if getattr(args, "json", False):
+        document = {"project": str(project), "failing": failing,
+                    "checks": [{"request": text, **result} for text, result in checks]}
+        sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        _print(checks)
+    return 1 if failing else 0
+
+
+def _print(checks: list[tuple[str, dict[str, Any]]]) -> None:
+    """A table on a terminal; piped, plain lines (one or two per finding), never cut to a width."""
+    from rich.console import Console
+
+    console = Console()
+    for text, result in checks:
+        if console.is_terminal:
+            console.rule(text)
+        else:
+            print(f"== {text}")
         if not result["ok"]:
-            failed = True
-            console.print(f"[red]failed[/red]: {result['error']['code']}: {result['error']['message']}")
+            _say(console, f"failed: {result['error']['code']}: {result['error']['message']}", "red")
             continue
         payload = result["result"]
         if "grade" in payload:
             bench = payload["benchmark"]
-            console.print(f"grade [bold]{payload['grade']}[/bold]  reachability {payload['reachability']['value']}  "
-                          f"connectivity {payload['connectivity']['value']}  "
-                          f"hit@3 {bench['hitAt3'] if bench['status'] == 'measured' else bench['status']}")
+            _say(console, f"grade {payload['grade']}  reachability {payload['reachability']['value']}  "
+                          f"connectivity {payload['connectivity']['value']}  hit@3 "
+                          f"{bench['hitAt3'] if bench['status'] == 'measured' else bench['status']}")
         findings = payload.get("findings") or []
-        table = Table("severity", "code", "title", "detail / fix", "location")
-        for item in findings:
-            severity = str(item.get("severity", "info"))
-            high = high or severity in FAILING
-            detail = " ".join(str(part) for part in (item.get("detail") or item.get("message"), item.get("fix"))
-                              if part)
-            table.add_row(f"[{COLOURS.get(severity, 'white')}]{severity}[/]", str(item.get("code", "")),
-                          str(item.get("title", "")), detail, str(item.get("location") or ""))
-        console.print(table if findings else "no findings")
-    return 1 if failed or high else 0
+        if not findings:
+            _say(console, "no findings")
+        elif console.is_terminal:
+            console.print(_table(findings))
+        else:
+            for item in findings:
+                location = f"  [{item['location']}]" if item.get("location") else ""
+                print(f"{item.get('severity', 'info'):<8} {item.get('code', '')}: {item.get('title', '')}{location}")
+                if _detail(item):
+                    print(f"         {_detail(item)}")
+
+
+def _say(console: Any, line: str, style: str = "") -> None:
+    if console.is_terminal and style:
+        console.print(line, style=style, markup=False)
+    elif console.is_terminal:
+        console.print(line, markup=False)
+    else:
+        print(line)
+
+
+def _detail(item: dict[str, Any]) -> str:
+    return " ".join(str(part) for part in (item.get("detail") or item.get("message"), item.get("fix")) if part)
+
+
+def _table(findings: list[dict[str, Any]]) -> Any:
+    from rich.table import Table
+
+    table = Table("severity", "code", "title", "detail / fix", "location")
+    for item in findings:
+        severity = str(item.get("severity", "info"))
+        table.add_row(f"[{COLOURS.get(severity, 'white')}]{severity}[/]", str(item.get("code", "")),
+                      str(item.get("title", "")), _detail(item), str(item.get("location") or ""))
+    return table

@@ -6,7 +6,7 @@ define ``khive_pack_info()``; every other hook is optional.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +59,30 @@ class WarmTask:
     resources: tuple[str, ...] = field(default=())
 
 
+@dataclass(frozen=True, slots=True)
+class OverviewFacts:
+    """One pack's share of ``overview()``, the agent's cheap first call.
+
+    ``connections`` maps a connection name to facts merged into its entry (e.g. ``lastScan``,
+    ``tables``); ``counts`` are project-wide totals merged into one map (e.g. ``pages``); ``stale``
+    items are ``{"what", "why", "fix"}``; ``extra`` is this pack's own section, under its name.
+    """
+
+    connections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    counts: Mapping[str, int] = field(default_factory=dict)
+    stale: Sequence[Mapping[str, str]] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class OverviewPart:
+    """How a pack answers its share of ``overview()``: reads its own files, never the index or a
+    database (blocking, so callers run it in a worker thread)."""
+
+    name: str
+    collect: Callable[[Runtime], OverviewFacts]
+
+
 @hookspec
 def khive_pack_info() -> PackInfo:  # type: ignore[empty-body]
     """Name, version and required packs of this pack."""
@@ -92,3 +116,8 @@ def khive_index_sources(runtime: Runtime) -> Sequence[Any]:  # type: ignore[empt
 @hookspec
 def khive_warm(runtime: Runtime) -> Sequence[WarmTask]:  # type: ignore[empty-body]
     """Work that makes the first request fast (open indexes, connections); run in the background."""
+
+
+@hookspec
+def khive_overview_parts() -> Sequence[OverviewPart]:  # type: ignore[empty-body]
+    """What this pack contributes to overview(): cheap facts about its files (counts, times, staleness)."""

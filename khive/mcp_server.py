@@ -19,14 +19,13 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from khive import __version__
-from khive.agent_guide import SKILL_PATH
+from khive.agent_brief import server_instructions, tool_description
 from khive.context import MCP_HTTP, MCP_STDIO, PRESENTATIONS, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.errors import DslSyntaxError
 from khive.mcp_sampling import SAMPLE_KEY, Sampler
 from khive.runtime import Runtime
-from khive.verbs import Visibility
 
 if TYPE_CHECKING:
     from khive.daemon.paths import DaemonSettings
@@ -37,18 +36,6 @@ PRINCIPAL_SCOPE_KEY = "khive.principal"
 
 # Dispatch function: the local dispatcher, or a daemon forwarder with the same signature.
 Dispatcher = Callable[[str, Context], Awaitable[dict[str, Any]]]
-
-_GUIDE = """\
-Call khive with ONE tool, `request`, whose `ops` is a small DSL:
-  single    verb(arg=1)  or  pack.verb(name="x", opts={"k": [1, true, null]})
-  parallel  [a(x=1), b(y=2)]            (up to 100 ops, run concurrently)
-  chain     a(q="x") | b(id=$prev.items[0].id)   (in order; $prev is the previous result)
-Arguments are named JSON values. `any.verb(help=true)` returns a verb's parameter schema.
-The result is an envelope: results[i] is {ok, verb, result} or {ok: false, verb, error}.
-Start with discover.search(query=...) to find data, then discover.lookup(id=..., budget_tokens=...).
-"""
-_GUIDE += f"The full guide (when to discover, how to chain and batch, budgets): {SKILL_PATH}\n" \
-          "in the project, written by `khive setup-agents`.\n"
 
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -72,14 +59,6 @@ OUTPUT_SCHEMA: dict[str, Any] = {
     },
     "required": ["results", "summary", "status", "request_id"],
 }
-
-
-def tool_description(runtime: Runtime) -> str:
-    lines = [_GUIDE, "Verbs:"]
-    for entry in runtime.registry.catalogue():
-        marker = " (operator: CLI only)" if entry["visibility"] == Visibility.OPERATOR.value else ""
-        lines.append(f"  {entry['verb']}: {entry['doc']}{marker}")
-    return "\n".join(lines)
 
 
 def parse_error_data(exc: DslSyntaxError) -> dict[str, Any]:
@@ -129,11 +108,12 @@ def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: Daemo
 def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,
                  dispatcher: Dispatcher = local_dispatch, user: str = "") -> Server[Any]:
     """A low-level MCP server exposing the one ``request`` tool."""
+    instructions = server_instructions(runtime)  # names this project's connections (khive.agent_brief)
 
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
                          ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[types.Tool(
-            name=TOOL_NAME, description=tool_description(runtime), input_schema=INPUT_SCHEMA,
+            name=TOOL_NAME, description=tool_description(runtime, instructions), input_schema=INPUT_SCHEMA,
             output_schema=OUTPUT_SCHEMA,
         )])
 
@@ -164,7 +144,7 @@ def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,
             structured_content=envelope,
         )
 
-    return Server("khive", version=__version__, instructions=_GUIDE, on_list_tools=list_tools,
+    return Server("khive", version=__version__, instructions=instructions, on_list_tools=list_tools,
                   on_call_tool=call_tool)
 
 

@@ -25,7 +25,9 @@ from khive.plugins import (
     collect_embedders,
     collect_verbs,
 )
-from khive.project.config import STATE_DIR, KhiveConfig, resolve_env
+from khive.project.config import KhiveConfig, referenced_variables, resolve_env
+from khive.project.envfile import ENV_FILE, is_placeholder
+from khive.project.locate import STATE_DIR
 from khive.project.store import FileStore
 from khive.verbs import VerbRegistry
 
@@ -45,6 +47,7 @@ class Runtime:
     max_result_depth: int = 128
     services: dict[str, Any] = field(default_factory=dict)  # packs' warm handles, keyed by pack
     secrets: dict[str, str] = field(default_factory=dict, repr=False)  # resolved env: references
+    placeholders: dict[str, str] = field(default_factory=dict)  # env: references a client passed unexpanded
     _index: RetrievalIndex | None = field(default=None, repr=False)
     _files: FileStore | None = field(default=None, repr=False)
 
@@ -68,15 +71,25 @@ class Runtime:
         config = self.connection(name)
         secrets: dict[str, str] = {}
         if config.url:
-            variable = config.url.removeprefix("env:")
-            if variable not in self.secrets:
-                raise ConfigError(f"connection {name!r}: url refers to environment variable {variable}, which is "
-                                  "not set", details={"variable": variable, "fix": f"export {variable}=..."})
-            secrets["url"] = self.secrets[variable]
+            secrets["url"] = self.secret(config.url, field=f"connections.{name}.url")
         if config.path:
             path = Path(config.path)
             secrets["path"] = str(path if path.is_absolute() else self.project / path)
         return open_driver(name, config, secrets=secrets)
+
+    def secret(self, reference: str, *, field: str) -> str:
+        """The value of an ``env:VAR`` reference from khive.yaml; a ConfigError naming the field and the fix."""
+        variable = reference.removeprefix("env:")
+        value = self.secrets.get(variable)
+        if value:
+            return value
+        passed = self.placeholders.get(variable)
+        why = (f"the MCP client passed {passed!r} unexpanded (it does not expand that syntax, or {variable} is not "
+               "set where the client runs)" if passed else "which is not set")
+        raise ConfigError(f"{field} refers to environment variable {variable}, {why}",
+                          details={"variable": variable, "field": field,
+                                   "fix": f"export {variable}=... before starting the client, or put {variable}=... "
+                                          f"in {self.project / ENV_FILE} (git-ignored; see khive setup-agents)"})
 
     @property
     def files(self) -> FileStore:
@@ -114,6 +127,7 @@ def build_runtime(project: Path, config: KhiveConfig, env: Mapping[str, str], *,
     state_dir = project / STATE_DIR
     schema_status = apply_schema_plans(pm, state_dir / "state.sqlite")
     gate = Gate(tuple(Rule(**rule.model_dump()) for rule in config.auth.rules), default=config.auth.default)
+    referenced = referenced_variables(config)  # only these travel with the Runtime, not the environment
     return Runtime(
         project=project,
         config=config,
@@ -126,14 +140,9 @@ def build_runtime(project: Path, config: KhiveConfig, env: Mapping[str, str], *,
         edge_rules=collect_edge_rules(pm),
         schema_status=schema_status,
         max_result_depth=config.server.max_result_depth,
-        secrets=_referenced_secrets(config, env),
+        secrets={name: env[name] for name in referenced if env.get(name) and not is_placeholder(env[name])},
+        placeholders={name: env[name] for name in referenced if env.get(name) and is_placeholder(env[name])},
     )
-
-
-def _referenced_secrets(config: KhiveConfig, env: Mapping[str, str]) -> dict[str, str]:
-    """Only the variables khive.yaml refers to (env:VAR) travel with the Runtime, not the environment."""
-    names = {conn.url.removeprefix("env:") for conn in config.connections.values() if conn.url}
-    return {name: env[name] for name in names if name in env}
 
 
 def open_index(runtime: Runtime) -> RetrievalIndex:

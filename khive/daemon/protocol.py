@@ -13,7 +13,8 @@
 
 ``config_id`` on the wire is the identity key below, which a client computes without loading
 any pack: the project path, the bytes of khive.yaml, the values of the env: variables it refers
-to (hashed), pack selection variables, the khive version and the installed-packages stamp.
+to (hashed; from the environment, else the project's .khive/env), pack selection variables, the
+khive version and the installed-packages stamp.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from khive import __version__
+from khive.project.envfile import with_env_file
 from khive.project.locate import CONFIG_NAME
 
 PROTOCOL = 1
@@ -44,6 +46,7 @@ def identity_key(project: Path, env: Mapping[str, str]) -> str:
         digest.update(f"{label}:{len(data)}:".encode() + data)
 
     config = (project / CONFIG_NAME).read_bytes()
+    env = with_env_file(project, env)  # as open_runtime sees it: a changed .khive/env is another configuration
     part("protocol", str(PROTOCOL))
     part("version", __version__)
     part("python", f"{sys.prefix} {sys.version}")  # the environment, however its interpreter was named

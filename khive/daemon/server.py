@@ -30,6 +30,7 @@ from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.errors import DaemonError, DslSyntaxError
 from khive.mcp_sampling import SAMPLE_KEY
+from khive.project.envfile import ENV_FILE, env_file
 from khive.project.locate import CONFIG_NAME
 
 if TYPE_CHECKING:
@@ -86,9 +87,10 @@ class DaemonServer:
                 "idle_timeout_s": self.settings.idle_seconds, "warm": self.warm.to_dict()}
 
     async def watch_idle(self) -> None:
-        """Stop when idle, when the project is gone, or when khive.yaml changed (clients would not match)."""
+        """Stop when idle, when the project is gone, or when khive.yaml or .khive/env changed (clients would
+        not match)."""
         config = self.runtime.project / CONFIG_NAME
-        loaded = _read(config)
+        loaded, secrets = _read(config), _read(env_file(self.runtime.project))
         step = min(2.0, max(0.05, self.settings.idle_seconds / 4))
         while True:
             await anyio.sleep(step)
@@ -98,6 +100,9 @@ class DaemonServer:
                 return
             if now != loaded:  # the next client starts a daemon with the new configuration
                 self.stop(f"{CONFIG_NAME} changed")
+                return
+            if _read(env_file(self.runtime.project)) != secrets:
+                self.stop(f"{ENV_FILE} changed")
                 return
             idle = time.monotonic() - self.last_activity
             if self.active == 0 and idle >= self.settings.idle_seconds:

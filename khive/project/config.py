@@ -6,10 +6,11 @@ the composition root that reads the environment.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from ruamel.yaml import YAML
@@ -145,17 +146,32 @@ def parse_config(text: str, path: Path) -> KhiveConfig:
 
 def _fix(error: Mapping[str, Any], loc: tuple[Any, ...]) -> str:
     if error["type"] == "extra_forbidden":
-        parent: type[BaseModel] = KhiveConfig
-        for part in loc[:-1]:
-            field = parent.model_fields.get(str(part)) if isinstance(part, str) else None
-            annotation = getattr(field, "annotation", None) if field else None
-            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-                parent = annotation
-        known = ", ".join(sorted(parent.model_fields))
-        return f"remove {loc[-1]!r} or use one of: {known}"
+        parent = _model_at(loc[:-1])
+        known = sorted(parent.model_fields)
+        close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+        guess = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"remove {loc[-1]!r}{guess} or use one of: {', '.join(known)}"
     if error["type"] == "literal_error":
         return f"use one of {error.get('ctx', {}).get('expected', '')}"
     return ""
+
+
+def _model_at(path: tuple[Any, ...]) -> type[BaseModel]:
+    """The model that holds the key at ``path``, through nested models, ``dict[str, Model]`` (e.g. a
+    connection by name) and ``list[Model]``: a typo under ``connections.<name>`` lists a connection's keys."""
+    model: type[BaseModel] = KhiveConfig
+    pending: Any = None  # a dict/list annotation whose key or index is the next part
+    for part in path:
+        annotation = pending if pending is not None else getattr(model.model_fields.get(str(part)), "annotation", None)
+        pending = None
+        for candidate in (annotation, *get_args(annotation)):
+            if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+                model = candidate
+                break
+            if get_origin(candidate) in (dict, list):
+                pending = get_args(candidate)[-1]  # the value type, reached by the next part
+                break
+    return model
 
 
 def resolve_env(reference: str, env: Mapping[str, str], *, what: str) -> str:
@@ -166,3 +182,25 @@ def resolve_env(reference: str, env: Mapping[str, str], *, what: str) -> str:
         raise ConfigError(f"{what} refers to environment variable {name}, which is not set",
                           details={"variable": name, "fix": f"export {name}=..."})
     return value
+
+
+def referenced_variables(config: KhiveConfig) -> tuple[str, ...]:
+    """The environment variables a server needs to answer requests, sorted: every ``env:VAR`` inside a
+    connection (its url and any pack block, e.g. ``historicSql.url``) and ``audit.url``. The HTTP
+    server's tokens are left out: ``khive serve`` reads them, an agent's ``khive mcp`` never does."""
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str) and _ENV_REF_RE.match(value):
+            found.add(value.removeprefix("env:"))
+        elif isinstance(value, Mapping):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    for connection in config.connections.values():
+        walk(connection.model_dump())
+    walk(config.audit.url)
+    return tuple(sorted(found))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from khive.project.config import CONFIG_NAME, STATE_DIR
+from khive.project.locate import CONFIG_NAME, STATE_DIR
 
 STARTER_CONFIG = """\
 # khive project configuration. Secrets are env:VAR references, never literal values.
@@ -25,6 +25,32 @@ server:
   # - {token: env:KHIVE_HTTP_TOKEN, principal: "agent:ci-bot"}
 
 connections: {}
+# One entry per database (replace the {} above). Connection strings are env:VAR references: export
+# the variable, or put VAR=... in .khive/env (git-ignored; `khive setup-agents` explains both).
+#   warehouse:                         # PostgreSQL
+#     driver: postgres
+#     url: env:DATABASE_URL            # e.g. host=db.internal dbname=analytics user=khive_reader
+#     description: "analytics replica: orders, customers, payments"
+#     schemas: {exclude: ["staging_*"]}
+#     historicSql:                     # query history from pg_stat_statements (see the README)
+#       enabled: true
+#       url: env:DATABASE_HISTORY_URL  # optional: a role with pg_read_all_stats, apart from the reader
+#   local:                             # DuckDB file, relative to the project
+#     driver: duckdb
+#     path: data/shop.duckdb
+#     historicSql: {enabled: true, queryLog: logs/queries.jsonl}   # an exported query log
+#   chinook:                           # SQLite file
+#     driver: sqlite
+#     path: data/chinook.sqlite
+#     sample_values: {enabled: false}
+#   bq:                                # BigQuery (catalog SQL only: its client library is not bundled)
+#     driver: bigquery
+#     project: my-gcp-project
+#     region: us
+#   snow:                              # Snowflake (catalog SQL only: its client library is not bundled)
+#     driver: snowflake
+#     url: env:SNOWFLAKE_URL
+#     database: ANALYTICS
 """
 
 DIRECTORIES = ("wiki/global", "semantic-layer", "raw-sources", "_schema", STATE_DIR)

@@ -26,6 +26,14 @@ def new_sync_id(now: datetime | None = None) -> str:
     return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%S%fZ")
 
 
+def sync_time(sync_id: str) -> str:
+    """A sync id as an ISO UTC time to the second (``20261201T154616560276Z`` -> ``2026-12-01T15:46:16Z``)."""
+    try:
+        return datetime.strptime(sync_id, "%Y%m%dT%H%M%S%fZ").strftime("%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return sync_id
+
+
 def completed_runs(root: Path) -> list[str]:
     """Sync ids of the completed runs under ``root``, oldest first."""
     if not root.is_dir():

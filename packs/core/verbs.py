@@ -5,10 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import anyio.to_thread
 from pydantic import Field
 
 from khive.audit.store import AuditQuery
 from khive.context import Context
+from khive.overview import collect_overview
 from khive.verbs import NoParams, Params, Verb, Visibility
 
 
@@ -35,6 +37,13 @@ async def ping(params: PingParams, ctx: Context) -> dict[str, Any]:
     return {"pong": True, "echo": params.echo}
 
 
+async def overview(params: NoParams, ctx: Context) -> dict[str, Any]:
+    """What is here: connections and what each holds, last scan and ingest, counts, and what is stale (cheap)."""
+    # File reads only, but many of them: off the event loop.
+    result: dict[str, Any] = await anyio.to_thread.run_sync(collect_overview, ctx.runtime)
+    return result
+
+
 class AuditQueryParams(Params):
     verb: str | None = Field(default=None, description="verb glob, e.g. wiki.*")
     principal: str | None = Field(default=None, description="principal glob")
@@ -54,6 +63,7 @@ async def audit_query(params: AuditQueryParams, ctx: Context) -> dict[str, Any]:
 VERBS = (
     Verb("verbs", VerbsParams, list_verbs, list_verbs.__doc__ or ""),
     Verb("ping", PingParams, ping, ping.__doc__ or ""),
+    Verb("overview", NoParams, overview, overview.__doc__ or ""),
     Verb("audit.query", AuditQueryParams, audit_query, audit_query.__doc__ or "",
          visibility=Visibility.OPERATOR),
 )

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from khive import __version__
-from khive.hookspecs import PackInfo, WarmTask, hookimpl
+from khive.hookspecs import OverviewPart, PackInfo, WarmTask, hookimpl
 from khive.verbs import Verb
 
 
@@ -46,3 +46,10 @@ def _load_parser(drivers: Sequence[str]) -> None:
 
     for driver in drivers:
         Normalizer(DIALECTS[driver]).normalize("SELECT 1 FROM t WHERE a = 1")  # builds the dialect's tables
+
+
+@hookimpl
+def khive_overview_parts() -> Sequence[OverviewPart]:
+    from packs.historic_sql.overview import PART
+
+    return [PART]

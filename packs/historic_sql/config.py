@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from khive.errors import ConfigError
 
 FilterMode = Literal["exclude", "include", "mark-only"]
+_ENV_REF = re.compile(r"env:[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 class _Model(BaseModel):
@@ -77,6 +78,8 @@ Provider = Literal["deterministic", "agent", "sampling"]
 
 class HistoricSqlConfig(_Model):
     enabled: bool = Field(default=False, description="reading query history needs privileges: opt in")
+    url: str | None = Field(default=None, description="env:VAR: a separate role's connection string for reading "
+                                                      "history (pg_read_all_stats); default: the connection's url")
     provider: Provider = Field(default="deterministic", description="who writes usage narratives and patterns")
     queryLog: str | None = Field(default=None, description="a JSONL/CSV query log, relative to the project; "
                                                            "the source for sqlite and duckdb connections")
@@ -90,6 +93,14 @@ class HistoricSqlConfig(_Model):
     redactionPatterns: list[str] = Field(default_factory=list,
                                          description="regexes replaced in stored SQL, case-insensitively")
     staleArchiveAfterDays: int = Field(default=90, ge=1)
+
+    @field_validator("url")
+    @classmethod
+    def _url_is_env(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_REF.match(value):
+            raise ValueError("must be an env:VAR reference (connection strings hold secrets), "
+                             "e.g. env:WAREHOUSE_HISTORY_URL")
+        return value
 
     @field_validator("redactionPatterns")
     @classmethod

@@ -49,7 +49,8 @@ def read_history(runtime: Runtime, name: str, settings: HistoricSqlConfig, *, pr
     if connection.driver == "postgres":
         from packs.historic_sql.readers.postgres import read_postgres
 
-        return read_postgres(dsn(runtime, name, connection), settings, timeout_s=connection.statement_timeout_s)
+        return read_postgres(dsn(runtime, name, connection, settings), settings,
+                             timeout_s=connection.statement_timeout_s)
     if connection.driver in ("bigquery", "snowflake"):
         return _warehouse(runtime, name, connection, settings)
     raise ConfigError(f"connection {name!r} ({connection.driver}) keeps no query history of its own; set "
@@ -58,13 +59,12 @@ def read_history(runtime: Runtime, name: str, settings: HistoricSqlConfig, *, pr
                                "fix": "queryLog: logs/queries.jsonl (sql, user, started_at, duration_ms, rows, error)"})
 
 
-def dsn(runtime: Runtime, name: str, connection: ConnectionConfig) -> str:
-    variable = (connection.url or "").removeprefix("env:")
-    value = runtime.secrets.get(variable)
-    if not value:
-        raise ConfigError(f"connection {name!r}: url refers to environment variable {variable}, which is not set",
-                          details={"variable": variable, "fix": f"export {variable}=..."})
-    return value
+def dsn(runtime: Runtime, name: str, connection: ConnectionConfig, settings: HistoricSqlConfig) -> str:
+    """The history reader's connection string: ``historicSql.url`` (a role allowed to read every role's
+    statements) when set, else the connection's own url."""
+    if settings.url:
+        return runtime.secret(settings.url, field=f"connections.{name}.historicSql.url")
+    return runtime.secret(connection.url or "", field=f"connections.{name}.url")
 
 
 def _warehouse(runtime: Runtime, name: str, connection: ConnectionConfig, settings: HistoricSqlConfig

@@ -13,6 +13,7 @@ from khive.errors import InvalidArgs, NotFound, OpError
 from khive.verbs import Params, Verb, Visibility
 from packs.historic_sql import evidence, history, ingest, pages
 from packs.historic_sql.catalog import Catalog
+from packs.historic_sql.config import HistoricSqlConfig
 from packs.historic_sql.providers import describe, digest_units
 from packs.historic_sql.schemas import PatternsOutput, UsageOutput, parse_output
 from packs.historic_sql.stage import runs_dir, sync_ids
@@ -196,7 +197,7 @@ async def probe(params: ConnectionParams, ctx: Context) -> dict[str, Any]:
                          "message": f"query log {log}" + ("" if ok else " does not exist"),
                          "fix": "" if ok else "point historicSql.queryLog at the exported JSONL/CSV log"})
     elif connection.driver == "postgres":
-        findings += await anyio.to_thread.run_sync(_postgres_probe, ctx, params.connection)
+        findings += await anyio.to_thread.run_sync(_postgres_probe, ctx, params.connection, settings)
     elif connection.driver in ("sqlite", "duckdb"):
         findings.append({"severity": "warning", "code": "no_history_source",
                          "message": f"{connection.driver} keeps no query history",
@@ -205,7 +206,7 @@ async def probe(params: ConnectionParams, ctx: Context) -> dict[str, Any]:
     return {"connectionId": params.connection, "driver": connection.driver, "status": worst, "findings": findings}
 
 
-def _postgres_probe(ctx: Context, name: str) -> list[dict[str, Any]]:
+def _postgres_probe(ctx: Context, name: str, settings: HistoricSqlConfig) -> list[dict[str, Any]]:
     import psycopg
 
     from packs.historic_sql.readers.postgres import connect
@@ -213,7 +214,7 @@ def _postgres_probe(ctx: Context, name: str) -> list[dict[str, Any]]:
 
     connection = ctx.runtime.connection(name)
     try:
-        with connect(history.dsn(ctx.runtime, name, connection), connection.statement_timeout_s) as conn:
+        with connect(history.dsn(ctx.runtime, name, connection, settings), connection.statement_timeout_s) as conn:
             found, _ = pg_probe(conn)
     except psycopg.Error as exc:
         return [{"severity": "error", "code": "connection_failed", "message": " ".join(str(exc).split()),

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from khive import __version__
-from khive.hookspecs import EdgeRule, PackInfo, hookimpl
+from khive.hookspecs import EdgeRule, OverviewPart, PackInfo, hookimpl
 from khive.verbs import Verb
 
 
@@ -34,3 +34,10 @@ def khive_edge_rules() -> Sequence[EdgeRule]:
     from packs.scan.index import EDGE_RULES
 
     return EDGE_RULES
+
+
+@hookimpl
+def khive_overview_parts() -> Sequence[OverviewPart]:
+    from packs.scan.overview import PART
+
+    return [PART]

@@ -57,6 +57,17 @@ def read_run_tables(project: Path, connection: str, sync_id: str) -> dict[str, d
     return {f"{data['db']}.{data['name']}": data for data in listed}
 
 
+def cached_run_tables(runtime: Any, connection: str, sync_id: str) -> dict[str, dict[str, Any]]:
+    """A run's table artifacts; runs are immutable, so a warm process reads each one once (last 4 kept)."""
+    runs: dict[tuple[str, str], dict[str, dict[str, Any]]] = runtime.services.setdefault("scan.runs", {})
+    key = (connection, sync_id)
+    if key not in runs:
+        runs[key] = read_run_tables(runtime.project, connection, sync_id)
+        while len(runs) > 4:
+            runs.pop(next(iter(runs)))
+    return runs[key]
+
+
 def read_report(project: Path, connection: str, sync_id: str) -> dict[str, Any]:
     data: dict[str, Any] = read_json(runs_dir(project, connection) / sync_id / REPORT_FILE)
     return data

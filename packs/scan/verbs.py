@@ -9,7 +9,7 @@ from pydantic import Field
 from khive.context import Context
 from khive.errors import NotFound
 from khive.verbs import NoParams, Params, Verb, Visibility
-from packs.scan.artifacts import latest_sync, read_report, read_run_tables, sync_ids
+from packs.scan.artifacts import cached_run_tables, latest_sync, read_report, sync_ids
 from packs.scan.diff import diff_runs
 from packs.scan.index import TABLE
 from packs.scan.runner import run_scan
@@ -23,14 +23,7 @@ def _shard_cache(ctx: Context) -> ShardCache:
 
 
 def _run_tables(ctx: Context, connection: str, sync: str) -> dict[str, dict[str, Any]]:
-    """A run's table artifacts; runs are immutable, so a warm process reads each one once (last 4 kept)."""
-    runs: dict[tuple[str, str], dict[str, dict[str, Any]]] = ctx.runtime.services.setdefault("scan.runs", {})
-    key = (connection, sync)
-    if key not in runs:
-        runs[key] = read_run_tables(ctx.runtime.project, connection, sync)
-        while len(runs) > 4:
-            runs.pop(next(iter(runs)))
-    return runs[key]
+    return cached_run_tables(ctx.runtime, connection, sync)
 
 
 def _require_scan(ctx: Context, connection: str) -> str:

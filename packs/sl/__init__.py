@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from khive import __version__
-from khive.hookspecs import EdgeRule, PackInfo, hookimpl
+from khive.hookspecs import EdgeRule, OverviewPart, PackInfo, hookimpl
 from khive.verbs import Verb
 
 
@@ -35,3 +35,10 @@ def khive_edge_rules() -> Sequence[EdgeRule]:
     from packs.sl.index import EDGE_RULES
 
     return EDGE_RULES
+
+
+@hookimpl
+def khive_overview_parts() -> Sequence[OverviewPart]:
+    from packs.sl.overview import PART
+
+    return [PART]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from khive import __version__
-from khive.hookspecs import EdgeRule, PackInfo, hookimpl
+from khive.hookspecs import EdgeRule, OverviewPart, PackInfo, hookimpl
 from khive.verbs import Verb
 from packs.wiki.index import EDGE_RULES, SOURCE
 from packs.wiki.verbs import VERBS
@@ -30,3 +30,10 @@ def khive_index_sources(runtime: Any) -> Sequence[Any]:
 @hookimpl
 def khive_edge_rules() -> Sequence[EdgeRule]:
     return EDGE_RULES
+
+
+@hookimpl
+def khive_overview_parts() -> Sequence[OverviewPart]:
+    from packs.wiki.overview import PART
+
+    return [PART]

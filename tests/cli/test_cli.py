@@ -106,8 +106,18 @@ def test_scan_command_scans_a_connection(project: Path) -> None:
         "connections: {}", "connections:\n  tiny:\n    driver: sqlite\n    path: tiny.sqlite\n"))
     result = khive("scan", "tiny", cwd=project)
     assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)["results"][0]["result"]
-    assert report["counts"]["tables"] == 1 and report["diffSummary"]["tables"]["added"] == ["main.t"]
+    lines = result.stdout.splitlines()  # a summary, not the envelope with every column
+    assert lines[0].startswith("scan tiny (sqlite): 1 tables, 0 views, 2 columns") and len(lines) <= 6, lines
+    assert "first scan of this connection" in result.stdout and "run: raw-sources/tiny/live-database/" in result.stdout
     assert (project / "_schema/tiny/tiny.main.yaml").is_file()
+    db = sqlite3.connect(project / "tiny.sqlite")
+    db.executescript("ALTER TABLE t ADD COLUMN note TEXT; CREATE TABLE u (id INTEGER PRIMARY KEY);")
+    db.close()
+    changed = khive("scan", "tiny", cwd=project)
+    assert "changes since" in changed.stdout and "tables 1 added, 1 modified; columns 2 added" in changed.stdout, \
+        changed.stdout
+    again = khive("scan", "tiny", "--json", cwd=project)  # the envelope, every table and column
+    report = json.loads(again.stdout)["results"][0]["result"]
+    assert report["counts"]["tables"] == 2 and report["diffSummary"]["tables"]["unchanged"] == 2
     missing = khive("scan", "nope", cwd=project)
     assert missing.returncode == 1 and "connection_not_found" in missing.stdout

@@ -10,7 +10,7 @@ from khive import hookspecs
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSITION_ROOTS = {"khive/cli.py", "khive/mcp_server.py", "khive/bootstrap.py",
-                     "khive/cli_ingest.py", "khive/cli_doctor.py",
+                     "khive/cli_ingest.py", "khive/cli_doctor.py", "khive/cli_scan.py",
                      "khive/client.py"}  # the daemon client: picks daemon or local dispatch
 
 # The demo builds a Runtime, starts the daemon and talks MCP: composition roots too (env is passed in).

@@ -8,7 +8,7 @@ import pytest
 
 from khive.bootstrap import locate_project
 from khive.errors import ConfigError
-from khive.project.config import load_config, parse_config, resolve_env
+from khive.project.config import load_config, parse_config, referenced_variables, resolve_env
 from khive.project.layout import STARTER_CONFIG, init_project
 
 
@@ -83,3 +83,36 @@ def test_project_discovery_order(tmp_path: Path) -> None:
         locate_project(None, {}, tmp_path)
     with pytest.raises(ConfigError, match="not a khive project"):
         locate_project(str(tmp_path), {}, tmp_path)
+
+
+def test_a_typo_inside_a_connection_lists_that_connections_keys() -> None:
+    error = error_for("connections:\n  warehouse:\n    driver: postgres\n    urll: env:DATABASE_URL\n")
+    assert error.details["line"] == 4 and "connections.warehouse.urll" in error.message
+    fix = error.details["fix"]
+    assert "did you mean 'url'?" in fix and "statement_timeout_s" in fix and "sample_values" in fix
+    assert "auth" not in fix and "audit" not in fix  # not the top-level keys
+    nested = error_for("connections:\n  w: {driver: duckdb, path: x.duckdb, schemas: {includ: [a]}}\n")
+    assert "use one of: exclude, include" in nested.details["fix"]
+
+
+def test_init_shows_one_commented_connection_per_driver(tmp_path: Path) -> None:
+    init_project(tmp_path, "ann")
+    text = (tmp_path / "khive.yaml").read_text(encoding="utf-8")
+    head, _, examples = text.partition("connections: {}\n")
+    uncommented = [line[2:] for line in examples.splitlines() if line.startswith("#   ")]
+    config = parse_config(head + "connections:\n" + "\n".join(uncommented) + "\n", Path("khive.yaml"))
+    drivers = {connection.driver for connection in config.connections.values()}
+    assert drivers == {"postgres", "duckdb", "sqlite", "bigquery", "snowflake"}
+    assert all(c.url is None or c.url.startswith("env:") for c in config.connections.values())
+    assert referenced_variables(config) == ("DATABASE_HISTORY_URL", "DATABASE_URL", "SNOWFLAKE_URL")
+
+
+def test_referenced_variables_are_what_the_server_reads() -> None:
+    config = parse_config(
+        "audit: {store: postgres, url: env:AUDIT_URL}\n"
+        "server:\n  tokens:\n    - {token: env:HTTP_TOKEN, principal: bot}\n"
+        "connections:\n"
+        "  a: {driver: postgres, url: env:A_URL, historicSql: {enabled: true, url: env:A_HISTORY_URL}}\n"
+        "  b: {driver: postgres, url: env:A_URL}\n"
+        "  c: {driver: sqlite, path: c.sqlite}\n", Path("khive.yaml"))
+    assert referenced_variables(config) == ("AUDIT_URL", "A_HISTORY_URL", "A_URL")  # not the HTTP token

@@ -66,11 +66,11 @@ async def test_low_connectivity_and_a_broken_page(scanned: Call, project: Path) 
     assert result["grade"] in ("C", "D")
 
 
-def khive_doctor(project: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "KHIVE_PROJECT": str(project), "KHIVE_PACKS": "core,wiki,scan,sl,discover",
-           "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "khive.cli", "doctor"], capture_output=True, text=True, env=env,
-                          timeout=120, check=False)
+def khive_doctor(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "KHIVE_PROJECT": str(project), "KHIVE_PACKS": "core,wiki,scan,sl,discover"}
+    env.pop("COLUMNS", None)  # piped, as in `khive doctor | less`: nothing may be cut to a width
+    return subprocess.run([sys.executable, "-m", "khive.cli", "doctor", *args], capture_output=True, text=True,
+                          env=env, timeout=120, check=False)
 
 
 @pytest.mark.slow
@@ -86,6 +86,20 @@ async def test_khive_doctor_prints_findings_and_exits_by_severity(scanned: Call,
 
 
 @pytest.mark.slow
+async def test_piped_doctor_output_is_whole_and_json_is_the_same_findings(scanned: Call, project: Path) -> None:
+    plain = khive_doctor(project)
+    wanted = 'add bench/retrieval-suite.json: {"cases": [{"query": "...", "expected": ["schema.table"]}]}'
+    # the fix on a line of its own, whole: not wrapped, cut or ellipsized at 80 columns
+    assert any(line.strip() == wanted for line in plain.stdout.splitlines()), plain.stdout
+    document = khive_doctor(project, "--json")
+    assert document.returncode == plain.returncode == 0
+    parsed = json.loads(document.stdout)
+    assert parsed["failing"] is False and [check["request"] for check in parsed["checks"]] == ["discover.doctor()"]
+    codes = [finding["code"] for finding in parsed["checks"][0]["result"]["findings"]]
+    assert all(code in plain.stdout for code in codes) and "benchmark_not_analyzed" in codes
+
+
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_khive_doctor_probes_each_postgres_connection(tmp_path: Path, pg_database: str) -> None:
     from khive.project.layout import init_project
@@ -95,7 +109,7 @@ def test_khive_doctor_probes_each_postgres_connection(tmp_path: Path, pg_databas
     config = project / "khive.yaml"
     config.write_text(config.read_text().replace(
         "connections: {}", "connections:\n  warehouse:\n    driver: postgres\n    url: env:WAREHOUSE_URL\n"))
-    env = {**os.environ, "KHIVE_PROJECT": str(project), "WAREHOUSE_URL": pg_database, "COLUMNS": "200",
+    env = {**os.environ, "KHIVE_PROJECT": str(project), "WAREHOUSE_URL": pg_database,
            "KHIVE_PACKS": "core,wiki,scan,sl,historic_sql,discover"}
     done = subprocess.run([sys.executable, "-m", "khive.cli", "doctor"], capture_output=True, text=True, env=env,
                           timeout=120, check=False)

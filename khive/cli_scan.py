@@ -1,0 +1,87 @@
+"""``khive scan CONNECTION``: run scan.run and print a short summary (``--json``: the whole envelope).
+
+The envelope lists every added column of a first scan (137 lines for 14 tables); a person wants the
+counts, what changed, the warnings and where the run was written. The request goes the way every
+``khive request`` goes (the warm daemon, else in-process), through the CLI's own helpers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from khive.project.runs import sync_time
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("connection")
+    parser.add_argument("--json", action="store_true", help="print the whole envelope (every table and column)")
+
+
+def handler(args: argparse.Namespace) -> int:
+    from khive import cli
+    from khive.bootstrap import locate_project
+    from khive.daemon.paths import settings_from_env
+    from khive.dsl import parse
+
+    text = f"scan.run(connection={orjson.dumps(args.connection).decode()})"
+    args.ops, args.presentation, args.request_id = text, "agent", ""
+    if args.json:
+        return cli._request(args)
+    project = locate_project(args.project, os.environ, Path.cwd())
+    outcome = cli._forward(args, text, parse(text), project, settings_from_env(os.environ))
+    envelope = outcome if isinstance(outcome, dict) else cli._dispatch_locally(args, text, project)
+    result = envelope["results"][0]
+    if not result["ok"]:
+        error = result["error"]
+        fix = (error.get("details") or {}).get("fix")
+        print(f"scan {args.connection} failed: {error['code']}: {error['message']}" + (f"\nfix: {fix}" if fix else ""))
+        return cli.EXIT_FAILED
+    print("\n".join(summary(result["result"], project)))
+    return cli.EXIT_OK
+
+
+def summary(report: Mapping[str, Any], project: Path) -> list[str]:
+    """A few lines: counts, changes since the previous scan, warnings, where the run is."""
+    counts = report.get("counts") or {}
+    inferred = report.get("inferredRelationships") or {}
+    lines = [f"scan {report['connection']} ({report.get('driver')}): {counts.get('tables', 0)} tables, "
+             f"{counts.get('views', 0)} views, {counts.get('columns', 0)} columns, "
+             f"{counts.get('foreignKeys', 0)} foreign keys; {inferred.get('accepted', 0)} relationships inferred"
+             + (f" ({inferred['review']} to review)" if inferred.get("review") else "")]
+    previous = report.get("previousSyncId")
+    diff = report.get("diffSummary") or {}
+    changes = [f"{kind} {_changes(diff.get(kind) or {})}" for kind in ("tables", "columns")
+               if _changes(diff.get(kind) or {})]
+    if previous is None:
+        lines.append("first scan of this connection")
+    else:
+        lines.append(f"changes since {sync_time(previous)}: " + ("; ".join(changes) if changes else "none"))
+    for warning in report.get("warnings") or []:
+        lines.append(f"warning: {warning if isinstance(warning, str) else orjson.dumps(warning).decode()}")
+    gaps = report.get("capabilityGaps") or []
+    if gaps:
+        lines.append(f"not available from {report.get('driver')}: {', '.join(str(gap) for gap in gaps)}")
+    seconds = float((report.get("timings") or {}).get("total_ms") or 0) / 1000
+    run = Path("raw-sources") / str(report["connection"]) / "live-database" / str(report["syncId"])
+    lines.append(f"run: {run}/ ({seconds:.1f} s); latest view: _schema/{report['connection']}/ "
+                 f"(in {project})")
+    lines.append(f"details: khive scan {report['connection']} --json, or khive request "
+                 f"'scan.status(connection=\"{report['connection']}\")'")
+    return lines
+
+
+def _changes(part: Mapping[str, Any]) -> str:
+    """``+3 added, 1 modified`` from lists (or counts) of added, modified and deleted names."""
+    words = []
+    for key in ("added", "modified", "deleted"):
+        value = part.get(key)
+        count = len(value) if isinstance(value, list) else int(value or 0)
+        if count:
+            words.append(f"{count} {key}")
+    return ", ".join(words)

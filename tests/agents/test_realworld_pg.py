@@ -1,0 +1,77 @@
+"""On a real warehouse (``../shared/tools/realworld-pg``: northwind with least-privilege roles): the agent's
+SQL runs as ``khive_agent`` through the written ``.mcp.json``, the history is read as ``khive_history``
+through ``historicSql.url``, and every example of the generated guide runs with budgets that fit."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from agent_helpers import budget_reports, failures, guide_examples, khive, launch_params, mcp_entry, ok, run_requests
+
+from khive.project.layout import init_project
+
+pytestmark = [pytest.mark.data, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+# ../shared beside a checkout; a worktree under wt/ has it one level further up.
+TOOL = next((tool for tool in (base / "shared" / "tools" / "realworld-pg" for base in (ROOT.parent, ROOT.parent.parent))
+             if tool.is_file()), ROOT.parent / "shared" / "tools" / "realworld-pg")
+CONFIG = """\
+version: 1
+connections:
+  northwind:
+    driver: postgres
+    url: env:NORTHWIND_URL
+    description: "Northwind traders: orders, products, customers, suppliers"
+    historicSql: {enabled: true, url: env:NORTHWIND_HISTORY_URL}
+"""
+
+
+@pytest.fixture(scope="module")
+def warehouse() -> Iterator[dict[str, str]]:
+    """The variables of ``env.sh`` of a running realworld-pg cluster (stopped and removed afterwards)."""
+    if not TOOL.is_file():
+        pytest.skip(f"{TOOL} is not here")
+    directory = Path(tempfile.mkdtemp(prefix="rw-", dir="/tmp"))
+    up = subprocess.run(["bash", str(TOOL), "up", str(directory)], capture_output=True, text=True, timeout=300)
+    try:
+        assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-2000:]
+        text = (directory / "env.sh").read_text(encoding="utf-8")
+        yield {name: shlex.split(value)[0] for name, value in re.findall(r"^export (\w+)=(.*)$", text, re.M)}
+    finally:
+        subprocess.run(["bash", str(TOOL), "down", str(directory)], capture_output=True, timeout=120)
+
+
+def test_agent_sql_as_the_agent_role_and_history_as_the_history_role(
+        warehouse: dict[str, str], tmp_path: Path) -> None:
+    shell = {name: warehouse[name] for name in ("NORTHWIND_URL", "NORTHWIND_HISTORY_URL")}
+    project = tmp_path / "northwind"
+    init_project(project, "analyst")
+    (project / "khive.yaml").write_text(CONFIG, encoding="utf-8")
+    ok(khive("scan", "northwind", cwd=project, env=shell))
+    ok(khive("request", 'sl.bootstrap(connection="northwind")', cwd=project, env=shell))
+    probe = ok(khive("request", 'historic_sql.probe(connection="northwind")', cwd=project, env=shell)).stdout
+    assert "insufficient_privilege" not in probe and "connection_failed" not in probe, probe
+    ingest = ok(khive("ingest", "northwind", cwd=project, env=shell))
+    assert re.search(r"[1-9]\d* templates", ingest.stdout + ingest.stderr), ingest.stdout + ingest.stderr
+    written = ok(khive("setup-agents", cwd=project, env=shell))
+    assert "left out" not in written.stdout, written.stdout
+
+    entry = mcp_entry(project)
+    assert entry["env"]["NORTHWIND_URL"] == "${NORTHWIND_URL}"
+    examples = guide_examples(project)
+    checks = ['sql.execute(connection="northwind", sql="SELECT current_user AS who, count(*) AS n FROM orders")',
+              'sl.query(connection="northwind", measures=["orders.orders_count"], dimensions=["orders.ship_country"],'
+              ' limit=3)']
+    _, envelopes = run_requests(launch_params(entry, shell, cwd=tmp_path), checks + examples, tmp_path / "server.log")
+    for text, envelope in zip(checks + examples, envelopes, strict=True):
+        assert envelope.get("status") == "success", (text, failures(envelope))
+        if "budget_tokens=" in text:
+            assert all(report["fits"] for report in budget_reports(envelope)), text
+    assert envelopes[0]["results"][0]["result"]["rows"][0][0] == "khive_agent"  # the agent's role, not history's
