@@ -32,6 +32,10 @@ _LOCK_DIR = f"{STATE_DIR}/locks"
 _TEMP_RE = re.compile(r"\..+\.[0-9a-f]{12}\.tmp\Z")
 _AUTHOR_RE = re.compile(r"([^<>\n\0]+?)\s*<([^<>\n\0]+)>")
 _PATH_FIX = "use a project-relative POSIX path such as wiki/global/orders.md"
+# Below the file system's 255-byte name and 4096-byte path limits, leaving room for the temp name of an
+# atomic write (".<name>.<12 hex>.tmp") and for the project's own directory.
+MAX_NAME_BYTES = 200
+MAX_PATH_BYTES = 1024
 
 
 @dataclass(frozen=True)
@@ -196,6 +200,16 @@ def clean_path(path: str) -> str:
     pure = PurePosixPath(path)
     if not path or "\\" in path or "\0" in path:
         raise _path_error(path, "is empty or holds a backslash or NUL")
+    try:
+        size = len(path.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise _path_error(path, "holds a lone surrogate (bytes that are not UTF-8)") from None
+    if size > MAX_PATH_BYTES:
+        raise _path_error(path, f"is {size} bytes long; the limit is {MAX_PATH_BYTES}")
+    longest = max(pure.parts, key=lambda part: len(part.encode("utf-8")), default="")
+    if len(longest.encode("utf-8")) > MAX_NAME_BYTES:
+        raise _path_error(path, f"has a name of {len(longest.encode('utf-8'))} bytes; each file or directory "
+                          f"name is at most {MAX_NAME_BYTES} bytes")
     if pure.is_absolute():
         raise _path_error(path, "is absolute")
     if ".." in pure.parts:
@@ -222,8 +236,9 @@ def parse_author(author: str | None) -> tuple[str, str]:
 
 
 def _path_error(path: str, why: str) -> KhiveError:
-    return KhiveError(f"invalid path {path!r}: {why}; fix: {_PATH_FIX}", code="invalid_path",
-                      details={"path": path, "fix": _PATH_FIX})
+    shown = path if len(path) <= 120 else f"{path[:100]}...({len(path)} characters)"
+    return KhiveError(f"invalid path {shown!r}: {why}; fix: {_PATH_FIX}", code="invalid_path",
+                      details={"path": shown, "fix": _PATH_FIX})
 
 
 def _sha256(data: bytes | None) -> str | None:
