@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from stat import S_ISREG
 
 from khive.errors import KhiveError
-from khive.project.config import STATE_DIR
+from khive.project.locate import STATE_DIR
 from khive.project.locks import exclusive
 
 logger = logging.getLogger(__name__)
