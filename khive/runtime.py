@@ -43,6 +43,7 @@ class Runtime:
     edge_rules: tuple[EdgeRule, ...]
     schema_status: dict[str, str]
     max_result_depth: int = 128
+    max_parallel_ops: int = 4
     services: dict[str, Any] = field(default_factory=dict)  # packs' warm handles, keyed by pack
     secrets: dict[str, str] = field(default_factory=dict, repr=False)  # resolved env: references
     _index: RetrievalIndex | None = field(default=None, repr=False)
@@ -126,6 +127,7 @@ def build_runtime(project: Path, config: KhiveConfig, env: Mapping[str, str], *,
         edge_rules=collect_edge_rules(pm),
         schema_status=schema_status,
         max_result_depth=config.server.max_result_depth,
+        max_parallel_ops=config.server.max_parallel_ops,
         secrets=_referenced_secrets(config, env),
     )
 

@@ -20,6 +20,7 @@ from khive.connections.config import ConnectionConfig
 from khive.errors import ConfigError
 from khive.project.locate import CONFIG_NAME, STATE_DIR, find_project  # noqa: F401  (re-exported)
 from khive.project.yamldoc import line_of, plain
+from khive.textcheck import decode_error
 
 _ENV_REF_RE = re.compile(r"env:[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -82,6 +83,8 @@ class TokenConfig(_Section):
 class ServerConfig(_Section):
     tokens: list[TokenConfig] = Field(default_factory=list)
     max_result_depth: int = Field(default=128, ge=8, le=10_000)
+    max_parallel_ops: int = Field(default=4, ge=1, le=100,
+                                  description="ops of one request that run at once (a batch queues the rest)")
 
 
 class IndexConfig(_Section):
@@ -108,9 +111,15 @@ class KhiveConfig(_Section):
 
 def load_config(path: Path) -> KhiveConfig:
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}", details={"file": str(path)}) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{path}:{line}: {decode_error(exc).describe()}; save khive.yaml as UTF-8",
+                          details={"file": str(path), "line": line, "fix": "save the file as UTF-8"}) from None
     return parse_config(text, path)
 
 

@@ -23,6 +23,7 @@ from stat import S_ISREG
 from khive.errors import KhiveError
 from khive.project.locate import STATE_DIR
 from khive.project.locks import exclusive
+from khive.textcheck import decode_error
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ class FileStore:
 
     def read_text(self, path: str) -> str | None:
         data = self.read_bytes(path)
-        return None if data is None else data.decode("utf-8")
+        return None if data is None else _decoded(path, data)
 
     def exists(self, path: str) -> bool:
         return (self.root / clean_path(path)).is_file()
@@ -104,7 +105,7 @@ class FileStore:
         target = self.root / clean
         with exclusive(self._lock_file(clean)):
             old = self.read_bytes(clean)
-            new_text = fn(None if old is None else old.decode("utf-8"))
+            new_text = fn(None if old is None else _decoded(clean, old))
             new = None if new_text is None else new_text.encode("utf-8")
             if new == old:
                 return WriteResult(clean, _sha256(new), len(new or b""), changed=False)
@@ -239,6 +240,15 @@ def _path_error(path: str, why: str) -> KhiveError:
     shown = path if len(path) <= 120 else f"{path[:100]}...({len(path)} characters)"
     return KhiveError(f"invalid path {shown!r}: {why}; fix: {_PATH_FIX}", code="invalid_path",
                       details={"path": shown, "fix": _PATH_FIX})
+
+
+def _decoded(path: str, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise KhiveError(f"{path}:{line}: {decode_error(exc).describe()}; project files are UTF-8 text: save it "
+                         "as UTF-8", code="invalid_encoding", details={"path": path, "line": line}) from None
 
 
 def _sha256(data: bytes | None) -> str | None:
