@@ -202,7 +202,7 @@ def _spawn_lock(path: Path, deadline: float) -> Iterator[bool]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def failed_envelope(call: Call, code: str, message: str, **details: Any) -> dict[str, Any]:
+def failed_envelope(call: Call, code: str, message: str, /, **details: Any) -> dict[str, Any]:
     """Every op of ``call`` failed with the same error, shaped like dispatch's envelope (nothing ran here)."""
     return envelope_of_failure([op.verb for op in call.request.ops], call.request_id, code, message, **details)
 

@@ -15,7 +15,7 @@ INTERNAL_ERROR = "internal_error"
 _MESSAGE_LIMIT = 300
 
 
-def failed_envelope(verbs: Sequence[str], request_id: str, code: str, message: str,
+def failed_envelope(verbs: Sequence[str], request_id: str, code: str, message: str, /,
                     **details: Any) -> dict[str, Any]:
     """Every op failed with the same error, shaped like dispatch's envelope."""
     error = {"code": code, "message": message, "details": details}
