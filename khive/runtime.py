@@ -14,6 +14,7 @@ from khive.audit.sqlite import SqliteAuditStore
 from khive.audit.store import AuditStore
 from khive.connections.config import ConnectionConfig
 from khive.connections.driver import Driver, open_driver
+from khive.connections.pool import DriverPools
 from khive.errors import ConfigError, NotFound
 from khive.gate import Gate, Rule
 from khive.hookspecs import EdgeRule, EmbedderSpec, PackInfo
@@ -25,7 +26,8 @@ from khive.plugins import (
     collect_embedders,
     collect_verbs,
 )
-from khive.project.config import STATE_DIR, KhiveConfig, resolve_env
+from khive.project.config import KhiveConfig, resolve_env
+from khive.project.locate import STATE_DIR
 from khive.project.store import FileStore
 from khive.verbs import VerbRegistry
 
@@ -48,6 +50,7 @@ class Runtime:
     secrets: dict[str, str] = field(default_factory=dict, repr=False)  # resolved env: references
     _index: RetrievalIndex | None = field(default=None, repr=False)
     _files: FileStore | None = field(default=None, repr=False)
+    _pools: DriverPools | None = field(default=None, repr=False)
 
     @property
     def index(self) -> RetrievalIndex:
@@ -80,6 +83,17 @@ class Runtime:
         return open_driver(name, config, secrets=secrets)
 
     @property
+    def drivers(self) -> DriverPools:
+        """The shared driver pools (ADR 0028): every verb path that queries a connection leases from here."""
+        if self._pools is None:
+            self._pools = DriverPools(self.open_driver, self.pool_size)
+        return self._pools
+
+    def pool_size(self, name: str) -> int:
+        """Connection ``name``'s pool size: its pool_size, else twice the per-request cap."""
+        return self.connection(name).pool_size or 2 * self.max_parallel_ops
+
+    @property
     def files(self) -> FileStore:
         if self._files is None:
             self._files = FileStore(self.project, git_commit=self.config.wiki.git_commit)
@@ -94,6 +108,8 @@ class Runtime:
         return compute_config_id(self.project, self.packs, self.embedders)
 
     async def aclose(self) -> None:
+        if self._pools is not None:
+            self._pools.close()
         if self._index is not None:
             self._index.close()
             self._index = None

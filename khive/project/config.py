@@ -138,7 +138,7 @@ def parse_config(text: str, path: Path) -> KhiveConfig:
         raise ConfigError(f"{path}:1: khive.yaml must be a mapping of sections",
                           details={"file": str(path), "line": 1})
     try:
-        return KhiveConfig.model_validate(plain(data))
+        config = KhiveConfig.model_validate(plain(data))
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         loc = tuple(first["loc"])
@@ -150,6 +150,21 @@ def parse_config(text: str, path: Path) -> KhiveConfig:
             message += f"; fix: {fix}"
         raise ConfigError(message, details={"file": str(path), "line": line, "field": where, "fix": fix,
                                             "errors": len(exc.errors())}) from None
+    _check_pools(config, data, path)
+    return config
+
+
+def _check_pools(config: KhiveConfig, data: Any, path: Path) -> None:
+    """A pool must outsize one request's parallel ops, so no single request can hold every driver."""
+    cap = config.server.max_parallel_ops
+    for name, connection in config.connections.items():
+        if connection.pool_size is not None and connection.pool_size <= cap:
+            where = f"connections.{name}.pool_size"
+            line = line_of(data, ("connections", name, "pool_size"))
+            fix = f"set {where} above {cap}, or lower server.max_parallel_ops"
+            raise ConfigError(f"{path}:{line}: {where} ({connection.pool_size}) must be larger than "
+                              f"server.max_parallel_ops ({cap}), so one request cannot take every driver; fix: {fix}",
+                              details={"file": str(path), "line": line, "field": where, "fix": fix})
 
 
 def _fix(error: Mapping[str, Any], loc: tuple[Any, ...]) -> str:
