@@ -152,15 +152,20 @@ class DriverPool:
             if self._closed:
                 raise self._closed_error()
             expired = self._expire_idle()
-            if not self._waiters:  # nobody is ahead of us
-                if self._idle:
-                    return self._idle.pop()[0], True
-                if self._open < self.size:
-                    self._open += 1
-                    return None, False
+            taken: tuple[Driver | None, bool] | None = None
             waiter = _Waiter()
-            self._waiters.append(waiter)
+            if self._waiters:  # others are ahead of us
+                self._waiters.append(waiter)
+            elif self._idle:
+                taken = self._idle.pop()[0], True
+            elif self._open < self.size:
+                self._open += 1
+                taken = None, False
+            else:
+                self._waiters.append(waiter)
         _close_all(expired)
+        if taken is not None:
+            return taken
         waiter.event.wait(timeout_s)
         with self._lock:
             if not waiter.granted:
