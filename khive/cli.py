@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import logging
 import os
 import signal
 import sys
-from collections.abc import MutableMapping, Sequence
+import traceback
+from collections.abc import Mapping, MutableMapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +37,10 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    problem = _not_utf8_input(argv, os.environ)
+    if problem is not None:
+        print(f"khive: {problem}; khive reads UTF-8 text only", file=sys.stderr)
+        return EXIT_USAGE
     single_threaded_blas(os.environ)
     # `khive request` is what agents and scripts run all day: it gets a parser with only its own
     # command, so no other subcommand's module is imported on the way to the daemon.
@@ -49,6 +55,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, KhiveError) as exc:
         print(f"khive: {exc.message}", file=sys.stderr)
         return EXIT_USAGE
+
+
+PATH_VARIABLES = ("KHIVE_PROJECT", "KHIVE_HOME", "KHIVE_SOCKET")
+
+
+def _not_utf8_input(argv: Sequence[str], env: Mapping[str, str]) -> str | None:
+    """Which argument or path variable holds bytes that are not UTF-8, naming the byte and its position."""
+    from khive.textcheck import not_utf8, shown
+
+    for index, word in enumerate(argv, start=1):
+        found = not_utf8(word)
+        if found is not None:
+            return f"argument {index} ('{shown(word)}'): {found.describe()}"
+    for name in PATH_VARIABLES:
+        found = not_utf8(env.get(name, ""))
+        if found is not None:
+            return f"{name} ('{shown(env[name])}'): {found.describe()}"
+    return None
 
 
 def _command_of(argv: Sequence[str]) -> str | None:
@@ -185,7 +209,16 @@ def _request(args: argparse.Namespace) -> int:
     from khive.daemon.paths import ensure_private_dir, settings_from_env
     from khive.dsl.tables import cache_tables_in
 
-    text = sys.stdin.read() if args.ops == "-" else args.ops
+    if args.ops == "-":
+        try:
+            text = sys.stdin.buffer.read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            from khive.textcheck import decode_error
+
+            print(f"khive: stdin: {decode_error(exc).describe()}; khive reads UTF-8 text only", file=sys.stderr)
+            return EXIT_USAGE
+    else:
+        text = args.ops
     settings = settings_from_env(os.environ)
     try:
         ensure_private_dir(settings.home)
@@ -199,14 +232,25 @@ def _request(args: argparse.Namespace) -> int:
         print(f"khive: {exc}", file=sys.stderr)
         return EXIT_USAGE
     project = locate_project(args.project, os.environ, Path.cwd())
-    outcome = _forward(args, text, request, project, settings)
-    if isinstance(outcome, dict):
-        envelope = outcome
-    else:
+    try:
+        outcome = _forward(args, text, request, project, settings)
+        if isinstance(outcome, dict):
+            envelope = outcome
+        else:
+            if args.verbose:
+                print(f"khive: dispatching locally: {outcome.reason}", file=sys.stderr)
+            envelope = _dispatch_locally(args, text, project)
+        shown = orjson.dumps(envelope, option=orjson.OPT_INDENT_2)
+    except KhiveError:
+        raise  # configuration and project errors: a message and exit 2, as before the request
+    except Exception as exc:  # a bug outside any op: still an envelope, never a traceback
+        from khive.failure import unexpected_failure
+
         if args.verbose:
-            print(f"khive: dispatching locally: {outcome.reason}", file=sys.stderr)
-        envelope = _dispatch_locally(args, text, project)
-    sys.stdout.write(orjson.dumps(envelope, option=orjson.OPT_INDENT_2).decode() + "\n")
+            traceback.print_exc()
+        envelope = unexpected_failure([op.verb for op in request.ops], args.request_id, "cli", exc)
+        shown = orjson.dumps(envelope, option=orjson.OPT_INDENT_2)
+    sys.stdout.write(shown.decode() + "\n")
     return EXIT_OK if envelope["status"] == "success" else EXIT_FAILED
 
 
@@ -235,17 +279,28 @@ def _forward(args: argparse.Namespace, text: str, request: Request, project: Pat
     if isinstance(outcome, Local):
         return outcome
     if args.verbose:
-        print(f"khive: answered by the daemon (pid {outcome.pid}){' after one resend' if outcome.resent else ''}",
-              file=sys.stderr)
+        print(f"khive: {_daemon_note(outcome)}", file=sys.stderr)
     return outcome.envelope
+
+
+def _daemon_note(outcome: Forwarded) -> str:
+    """What happened with the daemon, truthfully: an envelope this client wrote is not an answer."""
+    again = " after one resend" if outcome.resent else ""
+    if outcome.answered:
+        return f"answered by the daemon (pid {outcome.pid}){again}"
+    first = outcome.envelope["results"][0]["error"]["message"] if outcome.envelope["results"] else ""
+    who = f"the daemon (pid {outcome.pid})" if outcome.pid else "the daemon"
+    return f"NOT answered: {who} did not answer{again}; the envelope below was written by this client: {first}"
 
 
 def _dispatch_locally(args: argparse.Namespace, text: str, project: Path) -> dict[str, Any]:
     import anyio  # not at module level: the forwarding path never needs an event loop
+
     from khive.cli_progress import RichProgressSink
     from khive.context import Context
     from khive.dispatch import dispatch
 
+    _log_errors_briefly(args.verbose)
     runtime = open_runtime(project, os.environ)
 
     async def run() -> dict[str, Any]:
@@ -259,6 +314,23 @@ def _dispatch_locally(args: argparse.Namespace, text: str, project: Path) -> dic
 
     envelope: dict[str, Any] = anyio.run(run)
     return envelope
+
+
+class _BriefErrors(logging.Formatter):
+    """A failing op is already in the envelope: its log line names the exception, without the traceback."""
+
+    def formatException(self, ei: Any) -> str:
+        kind, value = ei[0], ei[1]
+        return f"  ({getattr(kind, '__name__', kind)}: {value}; --verbose shows the traceback)"
+
+
+def _log_errors_briefly(verbose: bool) -> None:
+    root = logging.getLogger()
+    if verbose or root.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_BriefErrors("khive: %(message)s"))
+    root.addHandler(handler)
 
 
 def _verbs(args: argparse.Namespace) -> int:
@@ -278,6 +350,7 @@ def _verbs(args: argparse.Namespace) -> int:
 
 def _mcp(args: argparse.Namespace) -> int:
     import anyio
+
     from khive.mcp_server import run_stdio
 
     runtime = _runtime(args)
@@ -350,6 +423,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _audit(args: argparse.Namespace) -> int:
     import anyio
+
     from khive.audit.store import AuditQuery
 
     runtime = _runtime(args)

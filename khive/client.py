@@ -27,6 +27,7 @@ from khive.daemon import protocol
 from khive.daemon.connection import DaemonConnection, Lost, NotSent, Progress, Sample
 from khive.daemon.paths import DaemonSettings, ensure_private_dir
 from khive.errors import DaemonError
+from khive.failure import failed_envelope as envelope_of_failure
 
 if TYPE_CHECKING:
     from khive.dsl.nodes import Request
@@ -45,9 +46,13 @@ class Local:
 
 @dataclass(frozen=True, slots=True)
 class Forwarded:
+    """The envelope for the caller. ``answered`` is False when the daemon did not answer and this client
+    wrote the (failed) envelope itself: the daemon was lost mid-request, or strict mode refused to fall back."""
+
     envelope: dict[str, Any]
     pid: int
     resent: bool = False
+    answered: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +83,7 @@ def forward_or_spawn(call: Call, *, project: Path, env: Mapping[str, str], setti
     if isinstance(outcome, Local) and settings.strict:
         return Forwarded(failed_envelope(call, "daemon_unavailable",
                                          f"KHIVE_DAEMON_STRICT=1 and the daemon was not used: {outcome.reason}",
-                                         socket=str(settings.socket)), pid=0)
+                                         socket=str(settings.socket)), pid=0, answered=False)
     return outcome
 
 
@@ -116,10 +121,13 @@ def _forward(call: Call, project: Path, env: Mapping[str, str], settings: Daemon
                 why = f"not resent because {', '.join(writes)} write" if writes else "the one resend was lost too"
                 return Forwarded(failed_envelope(call, exc.code, f"{exc.message}; {why}; check the audit trail "
                                                  f"for request {call.request_id}", request_id=call.request_id),
-                                 pid=int(hello.get("pid", 0)), resent=resent)
+                                 pid=int(hello.get("pid", 0)), resent=resent, answered=False)
+            lost = f"the daemon (pid {hello.get('pid')}) went away mid-request"
         except DaemonError as exc:  # an error frame instead of an envelope: refused before dispatch
             return Local(f"the daemon on {settings.socket} refused the request ({exc.code}): {exc.message}")
-    return _forward(call, project, env, settings, on_progress, resent=True)  # read-only: resend once
+    again = _forward(call, project, env, settings, on_progress, resent=True)  # read-only: resend once
+    return replace(again, reason=f"{lost} and the resend found no daemon: {again.reason}") \
+        if isinstance(again, Local) else again
 
 
 def connect_or_spawn(settings: DaemonSettings, project: Path, env: Mapping[str, str]) -> DaemonConnection | Local:
@@ -194,12 +202,9 @@ def _spawn_lock(path: Path, deadline: float) -> Iterator[bool]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def failed_envelope(call: Call, code: str, message: str, **details: Any) -> dict[str, Any]:
-    """Every op failed with the same error, shaped like dispatch's envelope (nothing ran here)."""
-    error = {"code": code, "message": message, "details": details}
-    results = [{"ok": False, "verb": op.verb, "error": error} for op in call.request.ops]
-    return {"results": results, "summary": {"total": len(results), "succeeded": 0, "failed": len(results),
-                                            "aborted": 0}, "status": "failed", "request_id": call.request_id}
+def failed_envelope(call: Call, code: str, message: str, /, **details: Any) -> dict[str, Any]:
+    """Every op of ``call`` failed with the same error, shaped like dispatch's envelope (nothing ran here)."""
+    return envelope_of_failure([op.verb for op in call.request.ops], call.request_id, code, message, **details)
 
 
 def _with_id(call: Call) -> Call:

@@ -4,9 +4,10 @@ guard, audit; then shape the envelope.
     {"results": [...], "summary": {"total", "succeeded", "failed", "aborted"},
      "status": "success" | "partial" | "failed", "request_id": "..."}
 
-Parallel ops run concurrently and never abort each other; a chain runs in order and aborts the
-rest after its first failure. Preparation (everything up to the gate) happens in input order, so
-write-key claims are deterministic: a later op claiming an earlier op's key fails.
+Parallel ops run concurrently (at most ``server.max_parallel_ops`` of one request at a time, started in
+input order) and never abort each other; a chain runs in order and aborts the rest after its first
+failure. Preparation (everything up to the gate) happens in input order, so write-key claims are
+deterministic: a later op claiming an earlier op's key fails.
 """
 
 from __future__ import annotations
@@ -99,9 +100,17 @@ async def _run_parallel(ops: tuple[Op, ...], ctx: Context) -> list[_Outcome]:
     if len(runnable) == 1:
         await _execute(runnable[0], ctx)
     elif runnable:
+        # At most max_parallel_ops of one request run at once (ADR 0028): a few workers take the ops in
+        # input order, so one big batch cannot hold every worker thread and database connection.
+        queue = iter(runnable)
+
+        async def worker() -> None:
+            for item in queue:
+                await _execute(item, ctx)
+
         async with anyio.create_task_group() as group:
-            for item in runnable:
-                group.start_soon(_execute, item, ctx)
+            for _ in range(min(ctx.runtime.max_parallel_ops, len(runnable))):
+                group.start_soon(worker)
     return outcomes
 
 
@@ -150,9 +159,18 @@ def _prepare(op: Op, args: Mapping[str, Any], ctx: Context) -> _Prepared | _Outc
         except ValidationError as exc:
             outcome.error = _invalid_args(verb, exc)
             return outcome
-        if verb.write_keys is not None:
+    try:  # a pack's write-key rule (or the gate) failing fails this op only, like a failing handler
+        if params is not None and verb.write_keys is not None:
             outcome.write_keys = tuple(verb.write_keys(params))
-    decision = runtime.gate.decide(ctx.principal, ctx.transport, verb, help_only=help_only)
+        decision = runtime.gate.decide(ctx.principal, ctx.transport, verb, help_only=help_only)
+    except KhiveError as exc:
+        outcome.error = exc
+        return outcome
+    except Exception as exc:
+        log.exception("preparing %s failed", verb.name)
+        outcome.error = OpError(f"{verb.name} failed before it ran: {type(exc).__name__}: {exc}",
+                                code="internal_error", details={"stage": "prepare"})
+        return outcome
     outcome.decision = "allow" if decision.allowed else "deny"
     outcome.reason = decision.reason
     if not decision.allowed:

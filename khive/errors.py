@@ -1,11 +1,18 @@
 """One exception root for khive; every error carries a stable machine-readable ``code``.
 
     KhiveError (code)
-    ├── DslSyntaxError          parse-error: line, column, excerpt with caret, reason
+    ├── DslSyntaxError          parse-error: line, column, excerpt with caret, reason (lone-surrogate,
+    │                           number-out-of-range, ... see docs/dsl.md)
     ├── ConfigError             config_error: file, line, fix
     ├── PackLoadError           pack_load_error: unknown pack, missing requirement
     ├── DaemonError             daemon_error; narrower codes: daemon_unavailable, daemon_connection_lost,
     │                           daemon_refused, daemon_running, daemon_stopping, frame_too_large, bad_frame
+    ├── (shared services)       KhiveError(code=...) from khive/connections and khive/project:
+    │                           connection_failed, query_failed, statement_timeout, read_only_violation,
+    │                           invalid_path, invalid_encoding (a project file that is not UTF-8)
+    ├── SqlRefused              sql_refused: the read-only SQL gate said no (details.gate_code)
+    ├── PoolTimeout             pool_timeout: every driver of the connection stayed busy for the op's timeout
+    ├── PoolClosed              pool_closed: the runtime is shutting down; the query did not start
     └── OpError                 raised inside an op; becomes that op's error envelope
         ├── InvalidArgs         invalid_args
         ├── UnknownVerb         unknown_verb
@@ -13,10 +20,14 @@
         ├── WriteConflict       write_conflict
         ├── RefError            ref_error ($prev path that does not exist)
         ├── ResultTooDeep       result_too_deep
-        └── NotFound            not_found (packs may use narrower codes)
+        ├── NotFound            not_found (packs may use narrower codes)
+        └── internal_error      OpError(code="internal_error"): a genuine bug, never bad input
 
 Packs raise ``OpError`` (or a subclass, or ``OpError(code=...)``) and never let a bare
-exception cross the dispatcher: anything else is reported as ``internal_error``.
+exception cross the dispatcher: anything else is reported as ``internal_error`` (the message names
+the exception, never a traceback). A failure outside any op (the dispatcher, the daemon client, the
+MCP server, the daemon's request path, the CLI) also becomes an envelope in which every op failed
+with ``internal_error`` and ``details.stage`` (khive/failure.py), never a crash or a protocol error.
 """
 
 from __future__ import annotations

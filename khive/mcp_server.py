@@ -8,6 +8,8 @@ envelope, which is the tool's structured content.
 from __future__ import annotations
 
 import hmac
+import logging
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,11 +26,15 @@ from khive.context import MCP_HTTP, MCP_STDIO, PRESENTATIONS, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.errors import DslSyntaxError
+from khive.failure import unexpected_failure
 from khive.mcp_sampling import SAMPLE_KEY, Sampler
 from khive.runtime import Runtime
+from khive.textcheck import not_utf8
 
 if TYPE_CHECKING:
     from khive.daemon.paths import DaemonSettings
+
+log = logging.getLogger(__name__)
 
 TOOL_NAME = "request"
 INVALID_PARAMS = -32602
@@ -82,10 +88,14 @@ def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: Daemo
         sampler = (ctx.extra or {}).get(SAMPLE_KEY)
 
         def progress(done: float, total: float | None, message: str | None) -> None:
-            anyio.from_thread.run(ctx.progress, done, total, message)
+            async def report() -> None:
+                await ctx.progress(done, total, message)
+
+            anyio.from_thread.run(report)
 
         def sample(key: str, system: str, prompt: str, max_tokens: int) -> str | None:
             async def ask() -> str | None:
+                assert sampler is not None  # only handed to the client when there is one
                 text: str | None = await sampler(key, system=system, prompt=prompt, max_tokens=max_tokens)
                 return text
 
@@ -124,9 +134,10 @@ def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,
         arguments = params.arguments or {}
         text, presentation, request_id = _tool_arguments(arguments)
         try:
-            parse(text)  # a syntax error is a protocol error and never reaches the dispatcher
+            request = parse(text)  # a syntax error is a protocol error and never reaches the dispatcher
         except DslSyntaxError as exc:
             raise MCPError(INVALID_PARAMS, f"DSL syntax error: {exc.message}", parse_error_data(exc)) from None
+        request_id = request_id or uuid.uuid4().hex  # known here, so even a failure below can name it
 
         async def progress(done: float, total: float | None, message: str | None) -> None:
             await ctx.session.report_progress(done, total, message)
@@ -135,14 +146,18 @@ def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,
         request_ctx = Context(runtime, _principal(ctx, transport), transport, presentation=presentation,
                               request_id=request_id, progress=progress, extra={"mcp": ctx, SAMPLE_KEY: sampler},
                               user=user)
-        envelope = await dispatcher(text, request_ctx)
-        asked = sampler.input_required()  # 2026-07-28: samples travel in a second round of the same call
-        if asked is not None:
-            return asked
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=orjson.dumps(envelope).decode())],
-            structured_content=envelope,
-        )
+        try:
+            envelope = await dispatcher(text, request_ctx)
+            asked = sampler.input_required()  # 2026-07-28: samples travel in a second round of the same call
+            if asked is not None:
+                return asked
+            shown = orjson.dumps(envelope).decode()
+        except Exception as exc:  # a bug outside any op: still an envelope, never a JSON-RPC error
+            log.exception("request %s failed outside any op", request_id)
+            envelope = unexpected_failure([op.verb for op in request.ops], request_id, "mcp_server", exc)
+            shown = orjson.dumps(envelope).decode()
+        return types.CallToolResult(content=[types.TextContent(type="text", text=shown)],
+                                    structured_content=envelope)
 
     return Server("khive", version=__version__, instructions=instructions, on_list_tools=list_tools,
                   on_call_tool=call_tool)
@@ -160,8 +175,8 @@ def _tool_arguments(arguments: Mapping[str, Any]) -> tuple[str, str, str]:
     if presentation not in PRESENTATIONS:
         raise MCPError(INVALID_PARAMS, f"presentation must be one of {', '.join(PRESENTATIONS)}")
     request_id = arguments.get("request_id", "")
-    if not isinstance(request_id, str):
-        raise MCPError(INVALID_PARAMS, "request_id must be a string")
+    if not isinstance(request_id, str) or not_utf8(request_id) is not None:
+        raise MCPError(INVALID_PARAMS, "request_id must be a string of Unicode text")
     return text, str(presentation), request_id
 
 

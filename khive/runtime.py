@@ -14,6 +14,7 @@ from khive.audit.sqlite import SqliteAuditStore
 from khive.audit.store import AuditStore
 from khive.connections.config import ConnectionConfig
 from khive.connections.driver import Driver, open_driver
+from khive.connections.pool import DriverPools
 from khive.errors import ConfigError, NotFound
 from khive.gate import Gate, Rule
 from khive.hookspecs import EdgeRule, EmbedderSpec, PackInfo
@@ -45,11 +46,13 @@ class Runtime:
     edge_rules: tuple[EdgeRule, ...]
     schema_status: dict[str, str]
     max_result_depth: int = 128
+    max_parallel_ops: int = 4
     services: dict[str, Any] = field(default_factory=dict)  # packs' warm handles, keyed by pack
     secrets: dict[str, str] = field(default_factory=dict, repr=False)  # resolved env: references
     placeholders: dict[str, str] = field(default_factory=dict)  # env: references a client passed unexpanded
     _index: RetrievalIndex | None = field(default=None, repr=False)
     _files: FileStore | None = field(default=None, repr=False)
+    _pools: DriverPools | None = field(default=None, repr=False)
 
     @property
     def index(self) -> RetrievalIndex:
@@ -92,6 +95,17 @@ class Runtime:
                                           f"in {self.project / ENV_FILE} (git-ignored; see khive setup-agents)"})
 
     @property
+    def drivers(self) -> DriverPools:
+        """The shared driver pools (ADR 0028): every verb path that queries a connection leases from here."""
+        if self._pools is None:
+            self._pools = DriverPools(self.open_driver, self.pool_size)
+        return self._pools
+
+    def pool_size(self, name: str) -> int:
+        """Connection ``name``'s pool size: its pool_size, else twice the per-request cap."""
+        return self.connection(name).pool_size or 2 * self.max_parallel_ops
+
+    @property
     def files(self) -> FileStore:
         if self._files is None:
             self._files = FileStore(self.project, git_commit=self.config.wiki.git_commit)
@@ -106,6 +120,8 @@ class Runtime:
         return compute_config_id(self.project, self.packs, self.embedders)
 
     async def aclose(self) -> None:
+        if self._pools is not None:
+            self._pools.close()
         if self._index is not None:
             self._index.close()
             self._index = None
@@ -140,6 +156,7 @@ def build_runtime(project: Path, config: KhiveConfig, env: Mapping[str, str], *,
         edge_rules=collect_edge_rules(pm),
         schema_status=schema_status,
         max_result_depth=config.server.max_result_depth,
+        max_parallel_ops=config.server.max_parallel_ops,
         secrets={name: env[name] for name in referenced if env.get(name) and not is_placeholder(env[name])},
         placeholders={name: env[name] for name in referenced if env.get(name) and is_placeholder(env[name])},
     )

@@ -45,7 +45,12 @@ class ConnectionConfig(BaseModel):
     project: str | None = None  # bigquery
     region: str | None = None  # bigquery
     database: str | None = None  # snowflake
-    statement_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    statement_timeout_s: float = Field(default=30.0, gt=0, le=3600,
+                                       description="the longest any statement may run; an agent's timeout_s "
+                                                   "can only lower it")
+    pool_size: int | None = Field(default=None, ge=2, le=1000,
+                                  description="drivers (database connections) open at most at once; default "
+                                              "twice server.max_parallel_ops")
     allow_functions: list[str] = Field(default_factory=list,
                                        description="extra SQL functions sql.execute may call here")
     # the historic_sql pack's block, validated by that pack (the core does not know its shape)

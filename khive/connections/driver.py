@@ -2,6 +2,8 @@
 
 Adding an engine (say MySQL) is one new module with a ``Driver`` class and one line in
 ``DRIVERS``; nothing else changes. Drivers are synchronous (verbs run them in a worker thread).
+Verbs lease drivers from the connection's pool (``khive.connections.pool``); a driver class that
+must not be kept open between leases says ``reusable = False``.
 """
 
 from __future__ import annotations

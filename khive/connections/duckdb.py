@@ -59,6 +59,7 @@ _SAMPLE_SEED = 42
 class DuckDbDriver(HoldsConnection[duckdb.DuckDBPyConnection]):
     name = "duckdb"
     dialect = "duckdb"
+    reusable = False  # an open connection locks the file against writers: the pool closes it after each lease
 
     def __init__(self, connection: str, config: ConnectionConfig, secrets: dict[str, str]):
         self.connection = connection

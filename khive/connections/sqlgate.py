@@ -85,7 +85,10 @@ def check_sql(sql: str, dialect: str, *, allow_functions: Collection[str] = (),
         engine = Dialect.get_or_raise(policy.dialect)
     except ValueError:
         return _refuse("parse_error", "", f"unknown SQL dialect {dialect!r}; the gate cannot parse the statement")
-    return _check(sql, engine, policy, explained=False)
+    try:
+        return _check(sql, engine, policy, explained=False)
+    except Exception as exc:  # sqlglot failing on odd input (TypeError, AttributeError...): refuse, never raise
+        return _refuse("parse_error", "", _error_message(_as_parse_error(exc), policy.dialect))
 
 
 def require_read_only(sql: str, dialect: str, *, allow_functions: Collection[str] = (),
@@ -109,7 +112,7 @@ def wrap_with_limit(sql: str, dialect: str, limit: int) -> str:
         raise ValueError(f"limit must be >= 0, got {limit}")
     engine = Dialect.get_or_raise(dialect.lower())
     try:
-        tokens = engine.tokenize(sql)
+        tokens = _tokenize(engine, sql)
         words = [token for token in tokens if token.token_type != TokenType.SEMICOLON]
         if words and _is_explain(words[0], sql):
             return sql
@@ -129,15 +132,20 @@ def wrap_with_limit(sql: str, dialect: str, limit: int) -> str:
         root = root.this
     alias = exp.TableAlias(this=exp.to_identifier(WRAP_ALIAS))
     wrapped = exp.select("*").from_(exp.Subquery(this=root, alias=alias)).limit(limit + 1)
-    return wrapped.sql(dialect=dialect.lower(), comments=False)
+    try:
+        return wrapped.sql(dialect=dialect.lower(), comments=False)
+    except Exception as exc:  # a tree sqlglot parsed but cannot render in the dialect: refuse, do not guess
+        reason = _error_message(_as_parse_error(exc), dialect)
+        raise SqlRefused(f"SQL refused: {reason}", details={
+            "reason": reason, "statement_kind": "", "gate_code": "parse_error"}) from exc
 
 
 # --- statements -----------------------------------------------------------------------------------
 
 def _check(sql: str, engine: Dialect, policy: _Policy, *, explained: bool) -> GateDecision:
     try:
-        tokens = engine.tokenize(sql)
-    except TokenError as exc:
+        tokens = _tokenize(engine, sql)
+    except (TokenError, ParseError) as exc:
         return _refuse("parse_error", "", _error_message(exc, policy.dialect))
     words = [token for token in tokens if token.token_type != TokenType.SEMICOLON]
     if not words:
@@ -166,9 +174,29 @@ def _check(sql: str, engine: Dialect, policy: _Policy, *, explained: bool) -> Ga
         return _refuse("parse_error", words[0].text.upper(), _TOO_DEEP)
 
 
+def _tokenize(engine: Dialect, sql: str) -> list[Token]:
+    try:
+        return engine.tokenize(sql)
+    except (TokenError, RecursionError):
+        raise
+    except Exception as exc:
+        raise _as_parse_error(exc) from exc
+
+
 def _statements(engine: Dialect, tokens: list[Token], sql: str) -> list[exp.Expr]:
-    parsed = engine.parser().parse(tokens, sql)
+    try:
+        parsed = engine.parser().parse(tokens, sql)
+    except (ParseError, RecursionError):
+        raise
+    except Exception as exc:  # sqlglot's parser meets some malformed input with TypeError or AttributeError
+        raise _as_parse_error(exc) from exc
     return [statement for statement in parsed if statement is not None and not isinstance(statement, exp.Semicolon)]
+
+
+def _as_parse_error(exc: Exception) -> ParseError | TokenError:
+    if isinstance(exc, (ParseError, TokenError)):
+        return exc
+    return ParseError(f"sqlglot could not read it ({type(exc).__name__}: {exc})")
 
 
 def _check_statement(root: exp.Expr, policy: _Policy) -> GateDecision:
@@ -191,8 +219,8 @@ def _check_statement(root: exp.Expr, policy: _Policy) -> GateDecision:
 
 def _check_explain(rest: str, engine: Dialect, policy: _Policy) -> GateDecision:
     try:
-        tokens = engine.tokenize(rest)
-    except TokenError as exc:
+        tokens = _tokenize(engine, rest)
+    except (TokenError, ParseError) as exc:
         return _refuse("parse_error", "EXPLAIN", _error_message(exc, policy.dialect))
     start, analyze = _explain_options(tokens)
     if start >= len(tokens) or tokens[start].token_type == TokenType.SEMICOLON:

@@ -29,12 +29,14 @@ from khive.daemon.warm import WarmState
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.errors import DaemonError, DslSyntaxError
+from khive.failure import unexpected_failure
 from khive.mcp_sampling import SAMPLE_KEY
 from khive.project.envfile import ENV_FILE, env_file
 from khive.project.locate import CONFIG_NAME
 
 if TYPE_CHECKING:
     from khive.daemon.paths import DaemonSettings
+    from khive.dsl.nodes import Request
     from khive.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -111,14 +113,18 @@ class DaemonServer:
 
     async def handle(self, stream: SocketStream) -> None:
         async with stream:
-            raw = stream.extra(SocketAttribute.raw_socket)
-            pid, uid, _ = peer_credentials(raw)
-            if uid != self.uid:
-                log.warning("refused a connection from pid %d, uid %d (this daemon serves uid %d)", pid, uid, self.uid)
-                await _send(stream, protocol.error("daemon_refused", f"this daemon serves uid {self.uid} only; "
-                                                   f"connections from uid {uid} are refused", uid=uid))
-                return
-            await self._converse(stream, BufferedByteReceiveStream(stream))
+            try:
+                raw = stream.extra(SocketAttribute.raw_socket)
+                pid, uid, _ = peer_credentials(raw)
+                if uid != self.uid:
+                    log.warning("refused a connection from pid %d, uid %d (this daemon serves uid %d)", pid, uid,
+                                self.uid)
+                    await _send(stream, protocol.error("daemon_refused", f"this daemon serves uid {self.uid} only; "
+                                                       f"connections from uid {uid} are refused", uid=uid))
+                    return
+                await self._converse(stream, BufferedByteReceiveStream(stream))
+            except Exception:  # one connection's bug ends that connection, never the daemon and its other clients
+                log.exception("a connection handler failed; the connection is closed")
 
     async def _converse(self, stream: SocketStream, frames: BufferedByteReceiveStream) -> None:
         identified = False
@@ -174,13 +180,14 @@ class DaemonServer:
         lock = anyio.Lock()
         client_gone = False
 
-        async def send(frame: dict[str, Any]) -> None:
+        async def send(frame: dict[str, Any] | bytes) -> None:
             nonlocal client_gone
             if client_gone:
                 return
+            data = frame if isinstance(frame, bytes) else encode(frame)
             async with lock:
                 try:
-                    await stream.send(encode(frame))
+                    await stream.send(data)
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                     client_gone = True
 
@@ -197,15 +204,33 @@ class DaemonServer:
                 async with anyio.create_task_group() as group:
                     if sampler is not None:  # the only frames a caller sends mid-request: sampling answers
                         group.start_soon(sampler.read_answers, frames)
-                    envelope = await dispatch(parsed, ctx)
+                    envelope = await self._dispatch(parsed, ctx)
                     group.cancel_scope.cancel()
                 self.requests_served += 1
-                await send({"type": "envelope", "envelope": envelope})
+                await send(self._envelope_frame(envelope, parsed, ctx.request_id))
         finally:
             self.active -= 1
             self.last_activity = time.monotonic()
         if client_gone:
             log.warning("request %s finished after its client went away", message["id"])
+
+
+    @staticmethod
+    async def _dispatch(parsed: Request, ctx: Context) -> dict[str, Any]:
+        try:
+            return await dispatch(parsed, ctx)
+        except Exception as exc:  # a bug outside any op: the client still gets an envelope
+            log.exception("request %s failed outside any op", ctx.request_id)
+            return unexpected_failure([op.verb for op in parsed.ops], ctx.request_id, "daemon", exc)
+
+    @staticmethod
+    def _envelope_frame(envelope: dict[str, Any], parsed: Request, request_id: str) -> bytes:
+        try:
+            return encode({"type": "envelope", "envelope": envelope})
+        except (TypeError, ValueError) as exc:  # a value orjson cannot encode slipped into the envelope
+            log.exception("the envelope of request %s cannot be encoded", request_id)
+            failed = unexpected_failure([op.verb for op in parsed.ops], request_id, "daemon", exc)
+            return encode({"type": "envelope", "envelope": failed})
 
 
 def _read(path: Path) -> bytes | None:

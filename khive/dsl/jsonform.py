@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from khive.dsl import values
 from khive.dsl.errors import syntax_error
 from khive.dsl.nodes import Mode, Op, Ref, Request
 from khive.errors import DslSyntaxError
@@ -33,8 +34,12 @@ def parse_json_form(text: str) -> Request:
     except orjson.JSONDecodeError as exc:
         message = str(exc.msg) if hasattr(exc, "msg") else str(exc)
         lowered = message.lower()
+        if "surrogate" in lowered:  # an unpaired \uD800-\uDFFF escape
+            raise syntax_error(text, exc.lineno or 1, exc.colno or 1, f"string holds a lone surrogate (an unpaired "
+                               f"\\u escape): {message}", "lone-surrogate", values.SURROGATE_HINT) from None
         reason = "too-deep" if "recursion" in lowered or "depth" in lowered else "json-error"
         raise syntax_error(text, exc.lineno or 1, exc.colno or 1, f"invalid JSON: {message}", reason) from None
+    values.check_json_integers(text)
     _check_depth(text, data)
     if isinstance(data, list):
         if not data:

@@ -18,7 +18,7 @@ from typing import Any
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from khive.dsl import jsonform, tables
+from khive.dsl import jsonform, tables, values
 from khive.dsl.errors import excerpt_at, syntax_error
 from khive.dsl.nodes import Mode, Op, Ref, Request
 from khive.errors import DslSyntaxError
@@ -27,9 +27,7 @@ MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 64
 MAX_OPS = 100
 
-# Also matches an unterminated string (to the end), so every '"' starts a match; otherwise each '"'
-# inside an unterminated string would rescan to the end (quadratic).
-_STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*(?:"|\\?\Z)', re.S)
+_STRING_RE = values.STRING_RE
 _BRACKET_RE = re.compile(r"[\[\]{}()]")
 _REF_STEP_RE = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[([0-9]+)\]")
 _OPENERS = "[{("
@@ -68,11 +66,13 @@ class _Build(Transformer[Token, Any]):
     def number(self, children: list[Token]) -> int | float:
         token = children[0]
         raw = str(token)
-        try:
-            value: int | float = float(raw) if "." in raw or "e" in raw or "E" in raw else int(raw)
-        except ValueError:  # Python refuses to convert integers of more than 4300 digits
-            value = math.inf
-        if isinstance(value, float) and math.isinf(value):
+        if not ("." in raw or "e" in raw or "E" in raw):
+            problem = values.integer_problem(raw)
+            if problem is not None:
+                raise self._fail(token, problem, "number-out-of-range", values.INT_HINT)
+            return int(raw)
+        value = float(raw)
+        if math.isinf(value):
             raise self._fail(token, f"number {raw[:20]}{'...' if len(raw) > 20 else ''} is out of range",
                              "number-out-of-range", "JSON numbers must be finite; pass huge values as strings")
         return value
@@ -210,6 +210,9 @@ def _decode_string(token: Token, fail: Any) -> str:
     except json.JSONDecodeError as exc:
         raise fail(token, f"bad escape in string: {exc.msg}", "bad-escape",
                    'strings use JSON escapes: \\" \\\\ \\n \\t \\uXXXX (and \\$)') from None
+    problem = values.string_problem(value)
+    if problem is not None:
+        raise fail(token, problem, "lone-surrogate", values.SURROGATE_HINT)
     return value
 
 
@@ -234,6 +237,7 @@ def parse(text: str) -> Request:
 @lru_cache(maxsize=2048)
 def _parse_cached(text: str) -> Request:
     _check_size(text)
+    values.check_text(text)  # before anything quotes the text back in an error
     stripped = text.lstrip()
     if stripped.startswith("{") or (stripped.startswith("[") and stripped[1:].lstrip().startswith("{")):
         return jsonform.parse_json_form(text)

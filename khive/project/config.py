@@ -21,6 +21,7 @@ from khive.connections.config import ConnectionConfig
 from khive.errors import ConfigError
 from khive.project.locate import CONFIG_NAME, STATE_DIR, find_project  # noqa: F401  (re-exported)
 from khive.project.yamldoc import line_of, plain
+from khive.textcheck import decode_error
 
 _ENV_REF_RE = re.compile(r"env:[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -83,6 +84,8 @@ class TokenConfig(_Section):
 class ServerConfig(_Section):
     tokens: list[TokenConfig] = Field(default_factory=list)
     max_result_depth: int = Field(default=128, ge=8, le=10_000)
+    max_parallel_ops: int = Field(default=4, ge=1, le=100,
+                                  description="ops of one request that run at once (a batch queues the rest)")
 
 
 class IndexConfig(_Section):
@@ -109,9 +112,15 @@ class KhiveConfig(_Section):
 
 def load_config(path: Path) -> KhiveConfig:
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}", details={"file": str(path)}) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{path}:{line}: {decode_error(exc).describe()}; save khive.yaml as UTF-8",
+                          details={"file": str(path), "line": line, "fix": "save the file as UTF-8"}) from None
     return parse_config(text, path)
 
 
@@ -130,7 +139,7 @@ def parse_config(text: str, path: Path) -> KhiveConfig:
         raise ConfigError(f"{path}:1: khive.yaml must be a mapping of sections",
                           details={"file": str(path), "line": 1})
     try:
-        return KhiveConfig.model_validate(plain(data))
+        config = KhiveConfig.model_validate(plain(data))
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         loc = tuple(first["loc"])
@@ -142,6 +151,21 @@ def parse_config(text: str, path: Path) -> KhiveConfig:
             message += f"; fix: {fix}"
         raise ConfigError(message, details={"file": str(path), "line": line, "field": where, "fix": fix,
                                             "errors": len(exc.errors())}) from None
+    _check_pools(config, data, path)
+    return config
+
+
+def _check_pools(config: KhiveConfig, data: Any, path: Path) -> None:
+    """A pool must outsize one request's parallel ops, so no single request can hold every driver."""
+    cap = config.server.max_parallel_ops
+    for name, connection in config.connections.items():
+        if connection.pool_size is not None and connection.pool_size <= cap:
+            where = f"connections.{name}.pool_size"
+            line = line_of(data, ("connections", name, "pool_size"))
+            fix = f"set {where} above {cap}, or lower server.max_parallel_ops"
+            raise ConfigError(f"{path}:{line}: {where} ({connection.pool_size}) must be larger than "
+                              f"server.max_parallel_ops ({cap}), so one request cannot take every driver; fix: {fix}",
+                              details={"file": str(path), "line": line, "field": where, "fix": fix})
 
 
 def _fix(error: Mapping[str, Any], loc: tuple[Any, ...]) -> str:

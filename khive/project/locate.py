@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from khive.errors import ConfigError
+from khive.textcheck import not_utf8, shown
 
 CONFIG_NAME = "khive.yaml"
 STATE_DIR = ".khive"
@@ -21,7 +22,16 @@ def find_project(start: Path) -> Path | None:
 
 
 def locate_project(explicit: str | None, env: Mapping[str, str], cwd: Path) -> Path:
-    """``--project``, then ``KHIVE_PROJECT``, then the nearest khive.yaml upward."""
+    """``--project``, then ``KHIVE_PROJECT``, then the nearest khive.yaml upward; its path must be UTF-8."""
+    found = _locate(explicit, env, cwd)
+    problem = not_utf8(str(found))
+    if problem is not None:
+        raise ConfigError(f"the project directory {shown(str(found), 120)}: {problem.describe()}; khive records "
+                          "paths as UTF-8 text: rename the directory", details={"project": shown(str(found), 400)})
+    return found
+
+
+def _locate(explicit: str | None, env: Mapping[str, str], cwd: Path) -> Path:
     chosen = explicit or env.get("KHIVE_PROJECT")
     if chosen:
         path = Path(chosen).expanduser().resolve()

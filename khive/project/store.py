@@ -21,8 +21,9 @@ from pathlib import Path, PurePosixPath
 from stat import S_ISREG
 
 from khive.errors import KhiveError
-from khive.project.config import STATE_DIR
+from khive.project.locate import STATE_DIR
 from khive.project.locks import exclusive
+from khive.textcheck import decode_error
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +33,10 @@ _LOCK_DIR = f"{STATE_DIR}/locks"
 _TEMP_RE = re.compile(r"\..+\.[0-9a-f]{12}\.tmp\Z")
 _AUTHOR_RE = re.compile(r"([^<>\n\0]+?)\s*<([^<>\n\0]+)>")
 _PATH_FIX = "use a project-relative POSIX path such as wiki/global/orders.md"
+# Below the file system's 255-byte name and 4096-byte path limits, leaving room for the temp name of an
+# atomic write (".<name>.<12 hex>.tmp") and for the project's own directory.
+MAX_NAME_BYTES = 200
+MAX_PATH_BYTES = 1024
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,7 @@ class FileStore:
 
     def read_text(self, path: str) -> str | None:
         data = self.read_bytes(path)
-        return None if data is None else data.decode("utf-8")
+        return None if data is None else _decoded(path, data)
 
     def exists(self, path: str) -> bool:
         return (self.root / clean_path(path)).is_file()
@@ -100,7 +105,7 @@ class FileStore:
         target = self.root / clean
         with exclusive(self._lock_file(clean)):
             old = self.read_bytes(clean)
-            new_text = fn(None if old is None else old.decode("utf-8"))
+            new_text = fn(None if old is None else _decoded(clean, old))
             new = None if new_text is None else new_text.encode("utf-8")
             if new == old:
                 return WriteResult(clean, _sha256(new), len(new or b""), changed=False)
@@ -196,6 +201,16 @@ def clean_path(path: str) -> str:
     pure = PurePosixPath(path)
     if not path or "\\" in path or "\0" in path:
         raise _path_error(path, "is empty or holds a backslash or NUL")
+    try:
+        size = len(path.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise _path_error(path, "holds a lone surrogate (bytes that are not UTF-8)") from None
+    if size > MAX_PATH_BYTES:
+        raise _path_error(path, f"is {size} bytes long; the limit is {MAX_PATH_BYTES}")
+    longest = max(pure.parts, key=lambda part: len(part.encode("utf-8")), default="")
+    if len(longest.encode("utf-8")) > MAX_NAME_BYTES:
+        raise _path_error(path, f"has a name of {len(longest.encode('utf-8'))} bytes; each file or directory "
+                          f"name is at most {MAX_NAME_BYTES} bytes")
     if pure.is_absolute():
         raise _path_error(path, "is absolute")
     if ".." in pure.parts:
@@ -222,8 +237,18 @@ def parse_author(author: str | None) -> tuple[str, str]:
 
 
 def _path_error(path: str, why: str) -> KhiveError:
-    return KhiveError(f"invalid path {path!r}: {why}; fix: {_PATH_FIX}", code="invalid_path",
-                      details={"path": path, "fix": _PATH_FIX})
+    shown = path if len(path) <= 120 else f"{path[:100]}...({len(path)} characters)"
+    return KhiveError(f"invalid path {shown!r}: {why}; fix: {_PATH_FIX}", code="invalid_path",
+                      details={"path": shown, "fix": _PATH_FIX})
+
+
+def _decoded(path: str, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise KhiveError(f"{path}:{line}: {decode_error(exc).describe()}; project files are UTF-8 text: save it "
+                         "as UTF-8", code="invalid_encoding", details={"path": path, "line": line}) from None
 
 
 def _sha256(data: bytes | None) -> str | None:

@@ -69,14 +69,14 @@ def dsn(runtime: Runtime, name: str, connection: ConnectionConfig, settings: His
 
 def _warehouse(runtime: Runtime, name: str, connection: ConnectionConfig, settings: HistoricSqlConfig
                ) -> ReaderResult:
-    driver = runtime.open_driver(name)
+    with runtime.drivers.pool(name).lease(connection.statement_timeout_s) as lease:
+        driver = lease.driver
 
-    def runner(sql: str) -> list[dict[str, Any]]:
-        result = driver.execute(sql, limit=MAX_ROWS, timeout_s=max(connection.statement_timeout_s, 120.0))
-        names = [column["name"] for column in result.columns]
-        return [dict(zip(names, row, strict=True)) for row in result.rows]
+        def runner(sql: str) -> list[dict[str, Any]]:
+            result = driver.execute(sql, limit=MAX_ROWS, timeout_s=max(connection.statement_timeout_s, 120.0))
+            names = [column["name"] for column in result.columns]
+            return [dict(zip(names, row, strict=True)) for row in result.rows]
 
-    try:
         if connection.driver == "bigquery":
             from packs.historic_sql.readers.bigquery import read_bigquery
 
@@ -84,5 +84,3 @@ def _warehouse(runtime: Runtime, name: str, connection: ConnectionConfig, settin
         from packs.historic_sql.readers.snowflake import read_snowflake
 
         return read_snowflake(runner, settings)
-    finally:
-        driver.close()

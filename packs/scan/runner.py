@@ -86,8 +86,8 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
     reader = ThreadPoolExecutor(max_workers=1)
     before_read = reader.submit(read_run_tables, runtime.project, connection, previous) if previous else None
     reader.shutdown(wait=False)
-    driver = await anyio.to_thread.run_sync(runtime.open_driver, connection)
-    try:
+    async with runtime.drivers.pool(connection).leased(config.statement_timeout_s) as lease:
+        driver = lease.driver
         await ctx.progress(0, 4, f"{connection}: reading the catalog")
         clock = time.perf_counter()
         snapshot = await anyio.to_thread.run_sync(driver.read_catalog)
@@ -102,8 +102,6 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
                 await ctx.progress(1 + (start + len(batch)) / len(tables), 4,
                                    f"{connection}: sampled {start + len(batch)}/{len(tables)} tables")
         timings["samples_ms"] = _ms(clock)
-    finally:
-        await anyio.to_thread.run_sync(driver.close)
 
     clock = time.perf_counter()
     snapshot = snapshot.model_copy(update={"samples": tuple(samples)})

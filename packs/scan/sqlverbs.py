@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from khive.connections.readonly import run_read_only
+from khive.connections.readonly import TIMEOUT_DOC, run_read_only
 from khive.connections.sqlgate import check_sql
 from khive.context import Context
 from khive.verbs import Params, Verb
@@ -19,7 +19,7 @@ class ExecuteParams(Params):
     connection: str
     sql: str = Field(min_length=1)
     limit: int = Field(default=100, ge=1, le=100_000)
-    timeout_s: float = Field(default=30.0, gt=0, le=600)
+    timeout_s: float | None = Field(default=None, gt=0, le=3600, description=TIMEOUT_DOC)
 
 
 async def execute(params: ExecuteParams, ctx: Context) -> dict[str, Any]:
@@ -29,7 +29,8 @@ async def execute(params: ExecuteParams, ctx: Context) -> dict[str, Any]:
     result, wrapped, decision = ran.result, ran.sql, ran.decision
     return {"connectionId": params.connection, "columns": result.columns, "rows": result.rows,
             "rowCount": result.row_count, "truncated": result.truncated, "elapsedMs": result.elapsed_ms,
-            "sql": wrapped, "tables": list(decision.tables)}
+            "sql": wrapped, "tables": list(decision.tables), "timeout": ran.timeout.to_dict(),
+            "notes": [note for note in (ran.timeout.note, *result.notes) if note]}
 
 
 class ValidateParams(Params):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio.to_thread
 from pydantic import Field
 
-from khive.connections.readonly import run_read_only
+from khive.connections.readonly import TIMEOUT_DOC, run_read_only
 from khive.context import Context
 from khive.errors import NotFound
 from khive.verbs import Params, Verb
@@ -98,7 +98,7 @@ async def sl_compile(params: CompileParams, ctx: Context) -> dict[str, Any]:
 
 class QueryParams(CompileParams):
     max_rows: int = Field(default=1000, ge=1, le=100_000, description="rows returned; more are flagged truncated")
-    timeout_s: float = Field(default=30.0, gt=0, le=600)
+    timeout_s: float | None = Field(default=None, gt=0, le=3600, description=TIMEOUT_DOC)
 
 
 async def sl_query(params: QueryParams, ctx: Context) -> dict[str, Any]:
@@ -106,9 +106,10 @@ async def sl_query(params: QueryParams, ctx: Context) -> dict[str, Any]:
     compiled, problems, _ = await anyio.to_thread.run_sync(_compile, params, ctx)
     ran = await run_read_only(ctx.runtime, params.connection, compiled.sql, limit=params.max_rows,
                               timeout_s=params.timeout_s)
-    result = ran.result
-    return {**_shaped(params, compiled, problems), "columns": result.columns, "rows": result.rows,
-            "rowCount": result.row_count, "truncated": result.truncated, "elapsedMs": result.elapsed_ms}
+    result, shaped = ran.result, _shaped(params, compiled, problems)
+    shaped["notes"] += [note for note in (ran.timeout.note, *result.notes) if note]
+    return {**shaped, "columns": result.columns, "rows": result.rows, "rowCount": result.row_count,
+            "truncated": result.truncated, "elapsedMs": result.elapsed_ms, "timeout": ran.timeout.to_dict()}
 
 
 COMPILE_VERBS = (

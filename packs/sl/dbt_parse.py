@@ -146,6 +146,15 @@ class DbtProject:
 
 def load_project(path: Path) -> DbtProject:
     """Parse every YAML/JSON file under ``path`` (or the one file ``path`` names)."""
+    try:
+        path.stat()
+    except FileNotFoundError:
+        pass  # reported below, with what to pass instead
+    except (OSError, ValueError) as exc:  # a name too long for the file system, a NUL, no permission
+        shown = str(path) if len(str(path)) <= 200 else f"{str(path)[:160]}...({len(str(path))} characters)"
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise OpError(f"cannot read {shown}: {reason}; pass a readable dbt project directory",
+                      code="invalid_path", details={"path": shown}) from None
     if not path.exists():
         raise NotFound(f"{path} does not exist; pass a dbt project directory, a folder of MetricFlow YAML or a "
                        "semantic_manifest.json", code="path_not_found", details={"path": str(path)})

@@ -18,6 +18,7 @@ import sqlglot
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import MarkedYAMLError
+from ruamel.yaml.reader import ReaderError
 from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError
 
@@ -84,6 +85,10 @@ def check_model(text: str, path: str) -> tuple[Source | None, list[Problem], Any
         mark = exc.problem_mark
         line = mark.line + 1 if mark is not None else 1
         return None, [Problem(path, line, "", f"invalid YAML: {exc.problem}", "fix the YAML syntax")], None
+    except ReaderError as exc:  # a character YAML does not allow (NUL, other control characters)
+        line = text.count("\n", 0, max(exc.position, 0)) + 1
+        return None, [Problem(path, line, "", f"invalid YAML: character #x{exc.character:04x} is not allowed in "
+                              "YAML", "remove the character or escape it inside a double-quoted string")], None
     if not isinstance(data, CommentedMap):
         return None, [Problem(path, 1, "", "a source file must be a mapping (name:, table:, columns:, ...)",
                               "start from sl.read of an existing source or from sl.bootstrap")], data

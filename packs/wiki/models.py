@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 PageKind = Literal["note", "warning", "rule", "pattern", "recap"]
 KEY_RE = re.compile(r"[a-z0-9][a-z0-9_\-]*(/[a-z0-9][a-z0-9_\-]*)*\Z")
@@ -14,10 +14,18 @@ USER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*\Z")
 RELATIONS = ("supersedes", "contradicts", "supports", "related_to")
 
 
+MAX_KEY = 180  # keeps wiki/users/<user>/<key>.md within the file store's name and path limits
+
+
 def check_key(key: str) -> str:
+    if len(key) > MAX_KEY:
+        raise ValueError(f"page key of {len(key)} characters is too long; keys are at most {MAX_KEY} characters")
     if not KEY_RE.match(key):
         raise ValueError(f"page key {key!r} must be path-like lowercase words, e.g. historic-sql/orders-by-region")
     return key
+
+
+PageKey = Annotated[str, AfterValidator(check_key)]
 
 
 class Relations(BaseModel):

@@ -5,13 +5,13 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError
 
 from khive.context import Context
 from khive.errors import InvalidArgs, NotFound, OpError
 from khive.verbs import Params, Verb, Visibility
 from packs.wiki.index import WIKI_KIND, page_document
-from packs.wiki.models import Frontmatter, PageKind, Relations, check_key
+from packs.wiki.models import Frontmatter, PageKey, PageKind, Relations, check_key
 from packs.wiki.page import GLOBAL, Page, PageError, describe, doc_id, page_path, parse_page, render_page
 
 Scope = Literal["global", "user"]
@@ -22,7 +22,7 @@ def _scope(scope: str, ctx: Context) -> str:
 
 
 class WriteParams(Params):
-    key: str = Field(description="path-like page key, e.g. historic-sql/orders-by-region")
+    key: PageKey = Field(description="path-like page key, e.g. historic-sql/orders-by-region")
     body: str = Field(default="", description="markdown body")
     summary: str = ""
     title: str | None = None
@@ -36,11 +36,6 @@ class WriteParams(Params):
     stale_since: dt.date | None = None
     archived: bool = False
     date: dt.date | None = Field(default=None, description="required for recap pages")
-
-    @field_validator("key")
-    @classmethod
-    def _key(cls, value: str) -> str:
-        return check_key(value)
 
 
 async def write(params: WriteParams, ctx: Context) -> dict[str, Any]:
@@ -63,7 +58,7 @@ async def write(params: WriteParams, ctx: Context) -> dict[str, Any]:
 
 
 class ReadParams(Params):
-    key: str
+    key: PageKey
     scope: Scope | None = Field(default=None, description="default: the caller's page if any, else global")
 
 
@@ -200,7 +195,7 @@ async def list_pages(params: ListParams, ctx: Context) -> dict[str, Any]:
 
 
 class DeleteParams(Params):
-    key: str
+    key: PageKey
     scope: Scope = "global"
 
 

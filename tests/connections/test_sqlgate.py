@@ -12,6 +12,8 @@ from pathlib import Path
 import duckdb
 import pytest
 import sqlglot
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlglot import exp
 
 from khive.connections.sqlgate import GateDecision, SqlRefused, check_sql, require_read_only, wrap_with_limit
@@ -207,6 +209,9 @@ ADVERSARIAL = [
     refused("only-semicolons", "postgres", " ; ; ", EMPTY, ""),
     refused("unterminated-string", "postgres", "SELECT 'oops", PARSE, ""),
     refused("unknown-dialect", "klingon", "SELECT 1", PARSE, ""),
+    # inputs on which sqlglot's parser itself raises (TypeError, AttributeError) instead of a ParseError
+    refused("parser-type-error-postgres", "postgres", "SELECT 1 ?", PARSE, "SELECT"),
+    refused("parser-type-error-duckdb-jsonb", "duckdb", "-> WHEN := CASE FILTER ?| := BY", PARSE, "->"),
 ]
 
 
@@ -404,6 +409,22 @@ def test_parse_errors_carry_line_and_column() -> None:
     assert "\x1b" not in decision.reason
 
 
+SQL_WORDS = ["SELECT", "1", "?", "$1", ":x", "@x", "FROM", "t", "(", ")", ",", "'a'", '"b"', "->", "->>", "?|",
+             "#>", "@>", "||", "::", "[", "]", "WITH", "AS", "*", ";", "--c\n", "/*", "$$", "CASE", "WHEN", "END",
+             "QUALIFY", "TABLESAMPLE", "LATERAL", "..", "EXCLUDE", "FILTER", "GROUP", "TABLE", "INTERVAL", ":=",
+             "\0", "\udcff", "EXPLAIN", "PIVOT", "VALUES", "1e999"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(SQL_WORDS), min_size=1, max_size=8).map(" ".join),
+       st.sampled_from(["postgres", "duckdb", "sqlite", "bigquery", "snowflake"]))
+def test_the_gate_decides_any_text_and_never_raises(sql: str, dialect: str) -> None:
+    decision = check(sql, dialect)
+    assert decision.reason
+    if decision.allowed:
+        wrap_with_limit(sql, dialect, 10)  # an allowed statement can be wrapped (or raises SqlRefused)
+
+
 # --- wrap_with_limit -------------------------------------------------------------------------------
 
 WRAP_CASES = [
@@ -431,6 +452,18 @@ def test_wrap_with_limit_renders_and_reparses(dialect: str, sql: str) -> None:
     assert subquery.this.args.get("order") is not None
     assert "/*" not in wrapped and "--" not in wrapped
     assert check(wrapped, dialect).allowed
+
+
+@pytest.mark.parametrize(("dialect", "sql"), [
+    ("postgres", "SELECT QUALIFY * TABLESAMPLE :x"),
+    ("bigquery", "SELECT LATERAL .."),
+    ("snowflake", "SELECT EXCLUDE FILTER FROM GROUP ... TABLE"),
+])
+def test_wrap_with_limit_refuses_what_sqlglot_parses_but_cannot_render(dialect: str, sql: str) -> None:
+    with pytest.raises(SqlRefused) as refused:
+        wrap_with_limit(sql, dialect, 10)
+    assert refused.value.details["gate_code"] == "parse_error"
+    assert "sqlglot could not read it" in refused.value.message
 
 
 def test_wrap_with_limit_leaves_explain_alone() -> None:

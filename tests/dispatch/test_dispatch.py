@@ -42,10 +42,34 @@ async def test_parallel_results_in_input_order_and_failure_isolated(run: Any) ->
     assert envelope["status"] == "partial"
 
 
-async def test_parallel_ops_run_concurrently(run: Any) -> None:
+async def test_parallel_ops_run_concurrently_up_to_the_per_request_cap(run: Any) -> None:
     Concurrency.peak = 0
     await run("[" + ", ".join(["t.slow(ms=100)"] * 6) + "]")
-    assert Concurrency.peak == 6
+    assert Concurrency.peak == 4  # server.max_parallel_ops defaults to 4
+
+
+async def test_max_parallel_ops_bounds_a_batch_and_keeps_its_semantics(make_runtime: Any) -> None:
+    runtime = make_runtime({"server": {"max_parallel_ops": 2}})
+    Concurrency.peak = 0
+    text = ('[t.slow(ms=60), t.fail(), t.write(key="a"), t.crash(message="bug"), t.slow(ms=5), t.write(key="a"), '
+            't.echo(x=7), t.slow(ms=5)]')
+    envelope = await dispatch(parse(text), Context(runtime, "operator:tester", CLI))
+    assert Concurrency.peak == 2
+    results = envelope["results"]
+    assert [r["verb"] for r in results] == ["t.slow", "t.fail", "t.write", "t.crash", "t.slow", "t.write", "t.echo",
+                                           "t.slow"]
+    assert [r["ok"] for r in results] == [True, False, True, False, True, False, True, True]
+    assert results[5]["error"]["details"]["claimed_by"] == {"index": 2, "verb": "t.write"}  # claims stay in order
+    assert results[6]["result"]["x"] == 7
+    assert envelope["summary"] == {"total": 8, "succeeded": 5, "failed": 3, "aborted": 0}
+
+
+async def test_a_failing_write_key_rule_fails_only_its_op(run: Any) -> None:
+    envelope = await run("[t.badkeys(x=1), t.echo(x=2)]")
+    first, second = envelope["results"]
+    assert first["error"]["code"] == "internal_error" and "failed before it ran" in first["error"]["message"]
+    assert "RuntimeError: write-key rule bug" in first["error"]["message"]
+    assert second["ok"] and second["result"]["x"] == 2
 
 
 async def test_all_failed_status(run: Any) -> None:
@@ -178,4 +202,4 @@ async def test_verbs_lists_every_verb(run: Any) -> None:
     assert names == sorted(names)
     assert {"verbs", "ping", "audit.query", "t.echo", "t.admin"} <= set(names)
     assert result["count"] == len(names)
-    assert (await run('verbs(pack="t")'))["results"][0]["result"]["count"] == 10
+    assert (await run('verbs(pack="t")'))["results"][0]["result"]["count"] == 11

@@ -91,6 +91,10 @@ async def steps(params: StepsParams, ctx: Context) -> dict[str, int]:
     return {"steps": params.n}
 
 
+def broken_keys(params: Any) -> list[str]:
+    raise RuntimeError("write-key rule bug")
+
+
 VERBS = [
     Verb("t.echo", EchoParams, echo, "Echo x and y."),
     Verb("t.fail", FailParams, fail, "Fail with an OpError."),
@@ -103,6 +107,8 @@ VERBS = [
     Verb("t.verbose", EchoParams, scores, "Always verbose.", always_verbose=True),
     Verb("t.admin", EchoParams, echo, "An operator verb.", visibility=Visibility.OPERATOR),
     Verb("t.steps", StepsParams, steps, "Report progress n times."),
+    Verb("t.badkeys", EchoParams, echo, "A write-key rule that raises (a pack bug).", write_keys=broken_keys,
+         read_only=False),
 ]
 
 

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -39,13 +40,14 @@ def parse_or_syntax_error(text: str) -> Request | DslSyntaxError:
         assert isinstance(error.reason, str) and error.reason
         assert error.line >= 1 and error.column >= 1
         assert "^" in error.excerpt
-        error.to_dict()
+        orjson.dumps(error.to_dict())  # the error travels as JSON (CLI, daemon frame, MCP)
         str(error)
         return error
     assert isinstance(request, Request)
     assert request.mode in (Mode.SINGLE, Mode.PARALLEL, Mode.CHAIN)
     assert 1 <= len(request.ops) <= 100
     assert all(isinstance(op, Op) for op in request.ops)
+    orjson.dumps([dict(op.args) for op in request.ops], default=str)  # so do its values (frames, audit, MCP)
     return request
 
 
@@ -100,9 +102,9 @@ interesting_text = st.one_of(
     st.text(),
     st.lists(st.sampled_from(["$prev", "$", "\\", '"', "'", ".", "[0]", "\n", "é", "{", "}", "a"])).map("".join),
 )
-# The DSL keeps integers exact at any size; the JSON form (orjson) turns integers beyond 64 bits
-# into floats, so JSON-form round trips stay within 64 bits.
-BIG = 10**30
+# Both forms carry integers within 64 bits exactly (-2^63 .. 2^64-1); beyond that is a syntax error
+# (test_values_that_cannot_be_carried).
+BIG = 2**64 - 1
 I64 = 2**63 - 1
 
 
@@ -111,7 +113,7 @@ def values(int_bound: int, refs: bool) -> st.SearchStrategy[Any]:
     leaves = st.one_of(
         st.none(),
         st.booleans(),
-        st.integers(-int_bound, int_bound),
+        st.integers(max(-int_bound, -(2**63)), int_bound),
         st.floats(allow_nan=False, allow_infinity=False),
         interesting_text,
         *([ref_paths.map(Ref)] if refs else []),
@@ -305,6 +307,26 @@ def test_dsl_and_json_form_agree(generated: tuple[Mode, Ops]) -> None:
     assert from_dsl.mode is from_json.mode is mode
     assert [(op.verb, strict(dict(op.args))) for op in from_dsl.ops] == \
         [(op.verb, strict(dict(op.args))) for op in from_json.ops]
+
+
+OUT_OF_RANGE = st.one_of(st.integers(min_value=2**64), st.integers(max_value=-(2**63) - 1))
+LONE_SURROGATE = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
+
+
+@FUZZ
+@given(OUT_OF_RANGE, LONE_SURROGATE, st.booleans(), st.booleans())
+def test_values_that_cannot_be_carried(big: int, surrogate: str, json_form: bool, escaped: bool) -> None:
+    """An integer beyond 64 bits or a lone surrogate (escaped or raw) is a syntax error in both forms."""
+    number = {"verb": "a", "args": {"x": [1, big]}} if json_form else f"a(x=[1, {big}])"
+    with pytest.raises(DslSyntaxError) as caught:
+        parse(json.dumps(number) if json_form else str(number))
+    assert caught.value.reason == "number-out-of-range"
+    literal = f'"\\u{ord(surrogate):04x}"' if escaped else f'"{surrogate}"'
+    text = f'{{"verb": "a", "args": {{"x": {literal}}}}}' if json_form else f"a(x={literal})"
+    with pytest.raises(DslSyntaxError) as caught:
+        parse(text)
+    assert caught.value.reason == "lone-surrogate"
+    caught.value.excerpt.encode("utf-8")  # the error itself can travel
 
 
 # 3. mutations of valid requests --------------------------------------------------------------------

@@ -116,3 +116,23 @@ def test_referenced_variables_are_what_the_server_reads() -> None:
         "  b: {driver: postgres, url: env:A_URL}\n"
         "  c: {driver: sqlite, path: c.sqlite}\n", Path("khive.yaml"))
     assert referenced_variables(config) == ("AUDIT_URL", "A_HISTORY_URL", "A_URL")  # not the HTTP token
+
+
+def test_a_pool_no_larger_than_the_per_request_cap_is_refused_with_line_and_fix() -> None:
+    text = ("version: 1\nserver:\n  max_parallel_ops: 4\nconnections:\n"
+            "  wh:\n    driver: sqlite\n    path: x.db\n    pool_size: 4\n")
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, Path("khive.yaml"))
+    assert "khive.yaml:8: connections.wh.pool_size (4) must be larger than server.max_parallel_ops (4)" \
+        in info.value.message
+    assert info.value.details["fix"] == "set connections.wh.pool_size above 4, or lower server.max_parallel_ops"
+    config = parse_config(text.replace("pool_size: 4", "pool_size: 5"), Path("khive.yaml"))
+    assert config.connections["wh"].pool_size == 5 and config.server.max_parallel_ops == 4
+
+
+def test_a_khive_yaml_that_is_not_utf8_names_line_byte_and_position(tmp_path: Path) -> None:
+    path = tmp_path / "khive.yaml"
+    path.write_bytes(b"version: 1\nname: caf\xe9\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert f"{path}:2: byte 0xe9 at position 20 is not UTF-8" in info.value.message

@@ -147,6 +147,29 @@ def test_invalid_paths_are_rejected(tmp_path: Path, path: str) -> None:
         store.list("../" if path == "" else path)
 
 
+@pytest.mark.parametrize(("path", "why"), [
+    ("wiki/" + "x" * 201 + ".md", "each file or directory name is at most 200 bytes"),
+    ("wiki/" + "ü" * 101, "each file or directory name is at most 200 bytes"),
+    ("wiki/" + "a/" * 600 + "b.md", "the limit is 1024"),
+    ("wiki/" + "x" * 10_000, "is 10005 bytes long"),
+    ("wiki/\udcff.md", "lone surrogate"),
+])
+def test_too_long_or_unencodable_paths_are_invalid_not_os_errors(tmp_path: Path, path: str, why: str) -> None:
+    store = FileStore(tmp_path)
+    for call in (lambda: store.write_text(path, "x"), lambda: store.read_text(path), lambda: store.delete(path),
+                 lambda: store.exists(path), lambda: store.stat(path)):
+        with pytest.raises(KhiveError) as info:
+            call()
+        assert info.value.code == "invalid_path" and why in info.value.message
+        assert len(info.value.message) < 400  # a 10,000-character name is not echoed whole
+
+
+def test_the_longest_allowed_name_can_be_written(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    path = "wiki/" + "x" * 197 + ".md"
+    assert store.write_text(path, "x").changed and store.read_text(path) == "x"
+
+
 def test_reading_a_directory_is_an_invalid_path(tmp_path: Path) -> None:
     (tmp_path / "wiki").mkdir()
     with pytest.raises(KhiveError, match="is a directory"):
