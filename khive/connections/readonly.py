@@ -13,6 +13,7 @@ import anyio.to_thread
 from khive.connections.driver import QueryResult
 from khive.connections.sqlgate import GateDecision, check_sql, wrap_with_limit
 from khive.errors import OpError
+from khive.values import DEFAULT_BYTES_SHOWN
 
 if TYPE_CHECKING:
     from khive.runtime import Runtime
@@ -25,8 +26,9 @@ class ReadOnlyRun:
     decision: GateDecision
 
 
-async def run_read_only(runtime: Runtime, connection: str, sql: str, *, limit: int, timeout_s: float
-                        ) -> ReadOnlyRun:
+async def run_read_only(runtime: Runtime, connection: str, sql: str, *, limit: int, timeout_s: float,
+                        bytes_shown: int = DEFAULT_BYTES_SHOWN) -> ReadOnlyRun:
+    """``bytes_shown``: how much of each binary value the rows show (khive/values.py)."""
     config = runtime.connection(connection)
     decision = check_sql(sql, config.driver, allow_functions=config.allow_functions, timeout_s=timeout_s)
     if not decision.allowed:
@@ -38,7 +40,7 @@ async def run_read_only(runtime: Runtime, connection: str, sql: str, *, limit: i
     def run() -> QueryResult:
         driver = runtime.open_driver(connection)
         try:
-            return driver.execute(wrapped, limit=limit, timeout_s=timeout_s)
+            return driver.execute(wrapped, limit=limit, timeout_s=timeout_s, bytes_shown=bytes_shown)
         finally:
             driver.close()
 

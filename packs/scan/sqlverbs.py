@@ -23,13 +23,14 @@ class ExecuteParams(Params):
 
 
 async def execute(params: ExecuteParams, ctx: Context) -> dict[str, Any]:
-    """Run one read-only statement (SELECT / WITH / VALUES / EXPLAIN); rows are limited and flagged truncated."""
+    """Run one read-only statement (SELECT / WITH / VALUES / EXPLAIN); rows are limited and flagged truncated.
+    Values follow docs/values.md (exact decimals and big integers as strings, ISO 8601 times, hex bytes)."""
     ran = await run_read_only(ctx.runtime, params.connection, params.sql, limit=params.limit,
                               timeout_s=params.timeout_s)
     result, wrapped, decision = ran.result, ran.sql, ran.decision
     return {"connectionId": params.connection, "columns": result.columns, "rows": result.rows,
             "rowCount": result.row_count, "truncated": result.truncated, "elapsedMs": result.elapsed_ms,
-            "sql": wrapped, "tables": list(decision.tables)}
+            "sql": wrapped, "tables": list(decision.tables), "notes": result.notes}
 
 
 class ValidateParams(Params):

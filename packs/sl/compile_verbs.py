@@ -107,7 +107,8 @@ async def sl_query(params: QueryParams, ctx: Context) -> dict[str, Any]:
     ran = await run_read_only(ctx.runtime, params.connection, compiled.sql, limit=params.max_rows,
                               timeout_s=params.timeout_s)
     result = ran.result
-    return {**_shaped(params, compiled, problems), "columns": result.columns, "rows": result.rows,
+    shaped = _shaped(params, compiled, problems)
+    return {**shaped, "notes": [*shaped["notes"], *result.notes], "columns": result.columns, "rows": result.rows,
             "rowCount": result.row_count, "truncated": result.truncated, "elapsedMs": result.elapsed_ms}
 
 
