@@ -28,6 +28,9 @@ khive has ONE tool, `request`. Its `ops` argument is a small DSL; the answer is 
   neighbours, usage (how people query it) and evidence, cut to fit the budget.
 - Only then write SQL: `sql.execute(connection="shop", sql="SELECT ...")` runs read-only, row-limited.
   Prefer `sl.query(connection=..., measures=[...], dimensions=[...])` where a measure exists.
+- Values in `rows` are exact: decimals (and SUM/AVG results on PostgreSQL) and integers beyond
+  2^53 are strings (`"1234.50"`), NaN/Infinity too; times are ISO 8601, intervals ISO durations
+  (`"P1M2D"`), bytes `"\\x..."` hex. Parse numbers as decimals, not floats.
 
 ## Batch independent questions
 `[scan.tables(connection="shop", query="refunds"), sl.search(query="revenue"), wiki.search(query="refunds")]`
