@@ -2,10 +2,10 @@
 
 ``agent`` (default) is compact: nulls and empty values dropped, scores rounded to 3
 significant figures, timestamps shortened to seconds. Data a database returned (``rows``,
-sample ``values``/``samples``, a dictionary hit's ``value``) is never touched: its nulls, fractions of seconds and offsets are the answer
-(docs/values.md). ``verbose`` is the canonical result;
-``human`` is the same as verbose at this layer (renderers may do more). Results are
-depth-checked before they get here, so plain recursion is safe.
+sample ``values``/``samples``, a dictionary hit's ``value``) is never touched: its nulls,
+fractions of seconds and offsets are the answer (docs/values.md). ``verbose`` is the
+canonical result; ``human`` is the same as verbose at this layer (renderers may do more).
+Results are depth-checked before they get here, so plain recursion is safe.
 """
 
 from __future__ import annotations

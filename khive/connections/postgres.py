@@ -97,6 +97,12 @@ WHERE a.attrelid = ANY(%(oids)s) AND a.attnum > 0
 _SAMPLE_SEED = 42
 
 
+def printed_text(expression: str) -> str:
+    """The type's output function, as psql prints the value (``inet::text`` would add ``/32``); NULL stays NULL
+    (``num_nulls``: a composite with NULL fields is not NULL)."""
+    return f"CASE WHEN num_nulls({expression}) = 0 THEN format('%s', {expression}) END"
+
+
 def _ms(seconds: float) -> int:
     return max(1, round(seconds * 1000))
 
@@ -248,7 +254,8 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
         def run(table: Table, columns: list[Column]) -> list[tuple[Any, ...]]:
             percent = sample_percent(table, policy)
             clause = "" if percent is None else f" TABLESAMPLE SYSTEM ({percent:.6f}) REPEATABLE ({_SAMPLE_SEED})"
-            sql = sample_sql(f"{quote(table.db)}.{quote(table.name)}", columns, policy, sample_clause=clause)
+            sql = sample_sql(f"{quote(table.db)}.{quote(table.name)}", columns, policy, sample_clause=clause,
+                             as_text=printed_text)
             return [tuple(row.values()) for row in self._fetch(sql)]  # no params: a "%" in a name stays literal
 
         return sample_tables(tables, policy, self.dialect, run)

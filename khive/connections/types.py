@@ -243,13 +243,17 @@ def plan_sample(table: Table, policy: SamplePolicy, dialect: str) -> tuple[list[
 SCAN_SQL_MARK = "/* khive:scan */"
 
 
+def cast_text(expression: str) -> str:
+    return f"CAST({expression} AS TEXT)"
+
+
 def sample_sql(source: str, columns: Sequence[Column], policy: SamplePolicy, *, sample_clause: str = "",
-               limit: bool = True, materialized: bool = True) -> str:
+               limit: bool = True, materialized: bool = True, as_text: Callable[[str], str] = cast_text) -> str:
     """One query for one table: rows ``(col, v, n, d, z, t)`` = column index, value as text, its count,
     distinct non-null values, nulls, sampled rows. Text-like values are grouped on their first
     max_text_length + 1 characters (enough to tell that a value was cut); numbers, dates and
-    booleans are never cut."""
-    picks = ", ".join(f"CAST({quote(column.name)} AS TEXT) AS c{i}" for i, column in enumerate(columns))
+    booleans are never cut. ``as_text`` gives a column's value as the text the database prints."""
+    picks = ", ".join(f"{as_text(quote(column.name))} AS c{i}" for i, column in enumerate(columns))
     rows = f" LIMIT {policy.sample_rows}" if limit else ""
     keep = max(policy.max_values, 1)
     width = policy.max_text_length + 1
