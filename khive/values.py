@@ -122,6 +122,10 @@ def stamp_text(text: str) -> str:
     ``0044-03-15 (BC)`` -> ``-0043-03-15``; ``10000-01-01`` -> ``+10000-01-01``; ``infinity`` as is.
     Text of any other shape is returned unchanged.
     """
+    if len(text) >= 19 and text[4] == "-" and text[10] == " " and "(" not in text and not text.endswith(" BC"):
+        # the common shape, a 4-digit year AD: only the "T" and a full offset ("+00" -> "+00:00") change
+        stamped = text[:10] + "T" + text[11:]
+        return stamped + ":00" if stamped[-3] in "+-" else stamped
     bc = text.endswith(" BC") or " (BC)" in text
     core = text.removesuffix(" BC").replace(" (BC)", "") if bc else text
     match = _STAMP_RE.fullmatch(core)
@@ -224,10 +228,6 @@ def timedelta_text(value: timedelta) -> str:
 # ---- json --------------------------------------------------------------------------------------------------
 
 
-def _json_int(text: str) -> int | str:
-    return integer_text(text)
-
-
 def _json_float(text: str) -> float | str:
     """A JSON number with a fraction or exponent: a double when it denotes the same decimal, else the text."""
     number = float(text)
@@ -244,7 +244,7 @@ def json_text(text: str) -> Any:
     Text nested deeper than Python's parser goes (or not JSON at all) is returned as the text itself.
     """
     try:
-        return json.loads(text, parse_int=_json_int, parse_float=_json_float)
+        return json.loads(text, parse_int=integer_text, parse_float=_json_float)
     except (RecursionError, ValueError):  # deeper than the parser goes, or not JSON after all: the text
         return text
 
@@ -270,25 +270,26 @@ class Encoder:
 
     def rows(self, rows: Sequence[Sequence[Any]], columns: Sequence[Mapping[str, str]],
              converters: Sequence[Converter | None] | None = None) -> list[list[Any]]:
-        """Rows of driver values -> rows of JSON values; ``converters`` (per column) replace ``value``."""
+        """Rows of driver values -> rows of JSON values; ``converters`` (per column) replace ``value``.
+
+        Most values are already JSON (text, small integers, finite floats, NULL): they are only looked at."""
         names = [str(column.get("name", "")) for column in columns]
-        types = [str(column.get("type", "")) for column in columns]
-        plain = (str, bool, type(None))
-        convert = list(converters or [None] * len(names))
+        convert = list(converters) if converters else [None] * len(names)
         out = []
         for row in rows:
-            encoded = []
-            for index, item in enumerate(row):
-                converter = convert[index] if index < len(convert) else None
+            encoded = list(row)
+            for index, item in enumerate(encoded):
+                kind = type(item)
+                converter = convert[index]
+                if converter is None and (item is None or kind is str or kind is bool or (
+                        kind is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER) or (
+                        kind is float and item - item == 0.0)):  # finite: inf - inf and nan - nan are nan
+                    continue
                 try:
-                    if converter is not None:
-                        encoded.append(None if item is None else converter(item, self, names[index]))
-                    else:
-                        encoded.append(item if type(item) in plain else self.value(item, names[index]))
-                except UnencodableValue:
-                    raise
+                    encoded[index] = self.value(item, names[index]) if converter is None or item is None \
+                        else converter(item, self, names[index])
                 except Exception as exc:
-                    raise _unencodable(names[index], types[index], item, exc) from None
+                    raise _unencodable(names[index], str(columns[index].get("type", "")), item, exc) from None
             out.append(encoded)
         return out
 
@@ -362,12 +363,16 @@ class Encoder:
 
 
 def _unencodable(where: str, type_name: str, value: Any, exc: BaseException) -> UnencodableValue:
+    if isinstance(exc, UnencodableValue):
+        return exc
     python_type = type(value).__name__
     shown = type_name or python_type
+    fix = (f"select it as text instead (CAST({where} AS TEXT)) or leave it out" if type_name else
+           "the verb returned a value without a text form: report it to the pack's authors")
     return UnencodableValue(
-        f"{where or 'a value'} ({shown}) holds a value khive cannot encode as JSON: "
-        f"{type(exc).__name__}: {exc}",
-        details={"column": where, "type": shown, "python_type": python_type})
+        f"{where or 'a value'} ({shown}) holds a value khive cannot encode as JSON "
+        f"({type(exc).__name__}: {exc}); {fix}",
+        details={"column": where, "type": shown, "python_type": python_type, "fix": fix})
 
 
 # ---- the dispatcher's safety net ---------------------------------------------------------------------------

@@ -36,33 +36,39 @@ _TEXT = ("text", "varchar", "bpchar", "name", INVALID_OID)  # only replaced on S
 
 
 class _Text(Loader):
-    """The value's text in the connection's encoding, then ``convert``; bytes when it is not valid text."""
-
-    convert: Callable[[str], Any] = staticmethod(str)
+    """The value's text in the connection's encoding; bytes when it is not valid text."""
 
     def __init__(self, oid: int, context: AdaptContext | None = None):
         super().__init__(oid, context)
         codec = self.connection.info.encoding if self.connection is not None else "utf-8"
         self._codec = "utf-8" if codec == "ascii" else codec  # SQL_ASCII: whatever bytes were stored
 
-    def load(self, data: Buffer) -> Any:
-        raw = bytes(data)
+    def load(self, data: Buffer) -> str | bytes:
         try:
-            text = raw.decode(self._codec)
+            return str(data, self._codec)
         except UnicodeDecodeError:
-            return raw
-        return self.convert(text)
+            return bytes(data)
 
 
-class _Stamp(_Text):
+class _Converted(_Text):
+    """The text, then ``convert`` (bytes that are not text are left to the value rule)."""
+
+    convert: Callable[[str], Any] = staticmethod(str)
+
+    def load(self, data: Buffer) -> Any:
+        text = super().load(data)
+        return self.convert(text) if isinstance(text, str) else text
+
+
+class _Stamp(_Converted):
     convert = staticmethod(stamp_text)
 
 
-class _Time(_Text):
+class _Time(_Converted):
     convert = staticmethod(time_text)
 
 
-class _Json(_Text):
+class _Json(_Converted):
     convert = staticmethod(json_text)
 
 

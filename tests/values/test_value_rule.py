@@ -256,7 +256,9 @@ def test_a_value_without_a_text_form_names_its_column_and_type() -> None:
     with pytest.raises(UnencodableValue) as caught:
         Encoder().rows(rows, [{"name": "id", "type": "int4"}, {"name": "shape", "type": "geometry"}])
     assert caught.value.code == "unencodable_value"
-    assert caught.value.details == {"column": "shape", "type": "geometry", "python_type": "Unprintable"}
+    assert {key: caught.value.details[key] for key in ("column", "type", "python_type")} == {
+        "column": "shape", "type": "geometry", "python_type": "Unprintable"}
+    assert "CAST(shape AS TEXT)" in caught.value.details["fix"]
     assert "shape" in caught.value.message and "geometry" in caught.value.message
 
 
