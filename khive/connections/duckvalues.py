@@ -183,4 +183,5 @@ def project(sql: str, types: Sequence[DuckDBPyType]) -> Projection:
     if all(plan.sql is None for plan in plans):
         return Projection(sql, converters)
     picks = ", ".join((plan.sql or str)(f"#{index}") for index, plan in enumerate(plans, start=1))
-    return Projection(f"SELECT {picks} FROM ({sql}) AS khive_values", converters)
+    inner = sql.strip().rstrip(";")  # on lines of its own: a trailing -- comment cannot swallow the parenthesis
+    return Projection(f"SELECT {picks} FROM (\n{inner}\n) AS khive_values", converters)
