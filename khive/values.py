@@ -378,11 +378,17 @@ def _unencodable(where: str, type_name: str, value: Any, exc: BaseException) -> 
 # ---- the dispatcher's safety net ---------------------------------------------------------------------------
 
 
+_AS_IS = orjson.OPT_STRICT_INTEGER | orjson.OPT_PASSTHROUGH_DATETIME  # big integers and datetimes: the rule's way
+
+
 def jsonable(result: Any, bytes_shown: int = DEFAULT_BYTES_SHOWN) -> Any:
     """``result`` when orjson encodes it as is under the rule (the common case: one fast dumps); else a copy
-    encoded by the rule. A value that cannot be encoded raises ``UnencodableValue`` naming its path."""
+    encoded by the rule. A value that cannot be encoded raises ``UnencodableValue`` naming its path.
+
+    orjson writes a float NaN as null and cannot be told otherwise: drivers encode theirs first (``Encoder``),
+    so only a handler's own NaN goes out as null."""
     try:
-        orjson.dumps(result, option=orjson.OPT_STRICT_INTEGER)
+        orjson.dumps(result, option=_AS_IS)
         return result
     except (TypeError, orjson.JSONEncodeError):
         return _walk(result, "$", Encoder(bytes_shown))

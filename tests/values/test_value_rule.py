@@ -277,10 +277,11 @@ def test_jsonable_returns_ordinary_results_untouched() -> None:
 
 def test_jsonable_encodes_what_orjson_would_refuse_or_mangle() -> None:
     result = {"n": Decimal("1.50"), "b": b"\xff", "big": 2**64, "safe": 2**53 + 1, 3: "int key",
-              "bad": "bad \udcff text", "when": date(2024, 1, 1)}
+              "bad": "bad \udcff text", "when": date(2024, 1, 1),
+              "at": datetime(2024, 1, 1, 1, 2, 3, 500000, tzinfo=UTC)}
     assert jsonable(result) == {"n": "1.50", "b": "\\xff", "big": "18446744073709551616",
                                 "safe": "9007199254740993", "3": "int key", "bad": "\\x62616420ff2074657874",
-                                "when": "2024-01-01"}
+                                "when": "2024-01-01", "at": "2024-01-01T01:02:03.5+00:00"}
 
 
 def test_jsonable_names_the_path_of_a_value_it_cannot_encode() -> None:
