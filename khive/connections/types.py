@@ -63,7 +63,7 @@ _TYPES: dict[NormalizedType, tuple[str, ...]] = {
 }
 _BY_NAME: dict[str, NormalizedType] = {name: kind for kind, names in _TYPES.items() for name in names}
 _EXACT_NUMERIC = frozenset({"NUMERIC", "DECIMAL", "DEC", "NUMBER", "BIGNUMERIC", "BIGDECIMAL"})
-_MONEY = frozenset({"MONEY", "SMALLMONEY", "DECFLOAT"})  # sampled as the text the database prints
+_PRINTED_NUMBERS = frozenset({"MONEY", "SMALLMONEY", "DECFLOAT"})  # sampled as the text the database prints
 _LONG_TEXT = frozenset({"CLOB", "NCLOB", "MEDIUMTEXT", "LONGTEXT", "NTEXT"})
 TEXT_LIKE = _TEXT_LIKE = frozenset({"string", "other"})  # sampled values cut to max_text_length
 _UNSAMPLEABLE = frozenset({"GEOGRAPHY", "GEOMETRY", "XML", "TSVECTOR", "TSQUERY", "VECTOR", "HSTORE"})
@@ -312,7 +312,7 @@ def _restore(value: str | bytes, column: Column, dialect: str, max_length: int) 
         return integer_text(value)
     if normalized == "number":
         base = _split(" ".join(column.native_type.strip().upper().split()))[0]
-        return value if base in _EXACT_NUMERIC or base in _MONEY else float_text(value)
+        return value if base in _EXACT_NUMERIC or base in _PRINTED_NUMBERS else float_text(value)
     if normalized in ("date", "timestamp"):
         return stamp_text(value)
     if normalized == "time":

@@ -8,22 +8,15 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pgcluster
 import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
-from value_matrix import LEDGER_SOURCE, duck_matrix, pg_matrix_sql, sqlite_matrix
-from value_transports import Site
+from value_matrix import LEDGER_SOURCE, Matrix, duck_matrix, pg_matrix_sql, sqlite_matrix
+from value_transports import Site, run_ops
 
-from khive.bootstrap import open_runtime
-from khive.context import CLI, Context
-from khive.dispatch import dispatch
-from khive.dsl import parse
 from khive.project.layout import init_project
 
 # ../shared beside the checkout (a git worktree may sit one level deeper)
@@ -35,28 +28,6 @@ CONNECTIONS = """connections:
   duck: {driver: duckdb, path: matrix.duckdb}
   lite: {driver: sqlite, path: matrix.sqlite}
 """
-
-
-@dataclass
-class Matrix:
-    site: Site
-    dsn: str
-    duckdb: Path
-    sqlite: Path
-
-
-def run_ops(project: Path, env: dict[str, str], text: str) -> list[dict[str, Any]]:
-    """Dispatch in-process as the operator (scan.run is an operator verb) and return the results."""
-    async def go() -> list[dict[str, Any]]:
-        runtime = open_runtime(project, env)
-        try:
-            envelope = await dispatch(parse(text), Context(runtime, "operator:tester", CLI, presentation="verbose"))
-        finally:
-            await runtime.aclose()
-        results: list[dict[str, Any]] = envelope["results"]
-        return results
-
-    return anyio.run(go)
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ from typing import Any
 
 import psycopg
 import pytest
-from conftest import run_ops
 from value_matrix import answer
+from value_transports import run_ops
 
 from khive.project.layout import init_project
 

@@ -14,12 +14,12 @@ from typing import Any
 import orjson
 import psycopg
 import pytest
-from conftest import Matrix
 from ruamel.yaml import YAML
 from value_matrix import (
     DUCK_NESTED,
     DUCK_SCALARS,
     PG_COLUMNS,
+    Matrix,
     duck_expected,
     pg_expected,
     pg_ledger_expected,

@@ -14,16 +14,28 @@ import math
 import re
 import sqlite3
 from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import psycopg
+from value_transports import Site
 
 MAX_SAFE = 2**53 - 1
 SHOWN = 1024  # bytes of a binary value shown (khive's default cap)
 CUT = "…"
+
+@dataclass
+class Matrix:
+    """The module's project (its site) over the three matrices."""
+
+    site: Site
+    dsn: str
+    duckdb: Path
+    sqlite: Path
+
 
 # ---- converting printed text the way the rule says ----------------------------------------------------------
 

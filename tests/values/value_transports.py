@@ -26,6 +26,10 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from khive.bootstrap import open_runtime
+from khive.context import CLI, Context
+from khive.dispatch import dispatch
+from khive.dsl import parse
 from khive.mcp_server import TOOL_NAME
 
 KHIVE = str(Path(sys.executable).parent / "khive")
@@ -140,3 +144,17 @@ async def ask(site: Site, transport: str, ops: str, logs: Path) -> dict[str, Any
         if transport == "mcp-http":
             return await _http(site, ops, logs / "http.log")
     raise ValueError(f"unknown transport {transport!r}")
+
+
+def run_ops(project: Path, env: dict[str, str], text: str) -> list[dict[str, Any]]:
+    """Dispatch in-process as the operator (scan.run is an operator verb) and return the results."""
+    async def go() -> list[dict[str, Any]]:
+        runtime = open_runtime(project, env)
+        try:
+            envelope = await dispatch(parse(text), Context(runtime, "operator:tester", CLI, presentation="verbose"))
+        finally:
+            await runtime.aclose()
+        results: list[dict[str, Any]] = envelope["results"]
+        return results
+
+    return anyio.run(go)
