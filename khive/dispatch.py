@@ -29,6 +29,7 @@ from khive.dsl.nodes import Mode, Op, Ref, Request
 from khive.errors import InvalidArgs, KhiveError, OpError, PermissionDenied, RefError, ResultTooDeep, WriteConflict
 from khive.guard import within_depth
 from khive.present import present
+from khive.values import jsonable
 from khive.verbs import Verb
 
 log = logging.getLogger(__name__)
@@ -193,6 +194,7 @@ async def _execute(item: _Prepared, ctx: Context) -> None:
                                 f"{ctx.runtime.max_result_depth} levels",
                                 details={"limit": ctx.runtime.max_result_depth})
         outcome.result = raw.model_dump(mode="json", by_alias=True) if isinstance(raw, BaseModel) else raw
+        outcome.result = jsonable(outcome.result)  # khive/values.py: encoded by the value rule, or unencodable_value
         outcome.ok = True
     except KhiveError as exc:  # OpError and the shared services' errors (connection_failed, ...)
         outcome.error = exc

@@ -1,9 +1,11 @@
 """Presentation transforms, applied per ok result after dispatch.
 
 ``agent`` (default) is compact: nulls and empty values dropped, scores rounded to 3
-significant figures, timestamps shortened to seconds. ``verbose`` is the canonical result;
-``human`` is the same as verbose at this layer (renderers may do more). Results are
-depth-checked before they get here, so plain recursion is safe.
+significant figures, timestamps shortened to seconds. Data a database returned (``rows``,
+sample ``values``/``samples``, a dictionary hit's ``value``) is never touched: its nulls,
+fractions of seconds and offsets are the answer (docs/values.md). ``verbose`` is the
+canonical result; ``human`` is the same as verbose at this layer (renderers may do more).
+Results are depth-checked before they get here, so plain recursion is safe.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ def _is_score_key(key: str | None) -> bool:
 
 
 _PLAIN = (int, bool)  # returned as they are: nothing to drop, round or shorten
+_DATA_KEYS = frozenset({"rows", "values", "value", "samples"})  # what a database holds, shown as encoded
 
 
 def _compact(value: Any, key: str | None) -> Any:
@@ -36,7 +39,7 @@ def _compact(value: Any, key: str | None) -> Any:
                 if child is not None:
                     out[child_key] = child
                 continue
-            shown = _compact(child, child_key)
+            shown = child if child_key in _DATA_KEYS else _compact(child, child_key)
             if shown == "" or shown == [] or shown == {} or shown is None:
                 continue
             out[child_key] = shown

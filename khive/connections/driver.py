@@ -48,8 +48,9 @@ class Driver(Protocol):
         """Bounded sample values per column, honouring the connection's sample policy."""
         ...
 
-    def execute(self, sql: str, *, limit: int, timeout_s: float) -> QueryResult:
-        """Run one already-vetted read-only statement in a read-only session with a timeout."""
+    def execute(self, sql: str, *, limit: int, timeout_s: float, bytes_shown: int = ...) -> QueryResult:
+        """Run one already-vetted read-only statement in a read-only session with a timeout; rows come back as
+        JSON values by khive's value rule (khive/values.py), binary values cut after ``bytes_shown`` bytes."""
         ...
 
     def close(self) -> None: ...

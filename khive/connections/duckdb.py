@@ -21,6 +21,7 @@ import duckdb
 from khive.connections.catalog import CatalogSnapshot, Column, ColumnSample, ForeignKey, Table
 from khive.connections.config import ConnectionConfig, SamplePolicy
 from khive.connections.driver import HoldsConnection, QueryResult
+from khive.connections.duckvalues import project
 from khive.connections.types import (
     SCAN_SQL_MARK,
     TEXT_LIKE,
@@ -31,6 +32,7 @@ from khive.connections.types import (
     schema_selected,
 )
 from khive.errors import KhiveError
+from khive.values import DEFAULT_BYTES_SHOWN
 
 _INTERNAL_SCHEMAS = ("information_schema", "pg_catalog")
 _RELATIONS_SQL = """
@@ -181,11 +183,25 @@ class DuckDbDriver(HoldsConnection[duckdb.DuckDBPyConnection]):
 
         return sample_tables(tables, policy, self.dialect, run)
 
-    def execute(self, sql: str, *, limit: int, timeout_s: float) -> QueryResult:
+    def execute(self, sql: str, *, limit: int, timeout_s: float,
+                bytes_shown: int = DEFAULT_BYTES_SHOWN) -> QueryResult:
+        """Binds the statement first (its types, without running it) so that lossy columns are projected
+        through text (duckvalues.py); binding and running share one deadline."""
         started = time.perf_counter()
-        rows, description = self._run(sql, timeout_s=timeout_s, limit=limit + 1)
-        columns = [{"name": str(item[0]), "type": str(item[1])} for item in description or ()]
-        return query_result(columns, rows, limit, started)
+        conn = self._db()
+        with self._deadline(conn, timeout_s) as fired:
+            try:
+                relation = conn.sql(sql)
+                if relation is None:
+                    return query_result([], [], limit, started)
+                columns = [{"name": str(name), "type": str(kind)}
+                           for name, kind in zip(relation.columns, relation.types, strict=True)]
+                projection = project(sql, relation.types)
+                rows = conn.execute(projection.sql).fetchmany(limit + 1)
+            except duckdb.Error as exc:
+                raise self._error(exc, timeout_s, fired.is_set()) from None
+        return query_result(columns, rows, limit, started, converters=projection.converters,
+                            bytes_shown=bytes_shown)
 
 
 def _unpivot_sample_sql(source: str, columns: Sequence[Column], policy: SamplePolicy) -> str:

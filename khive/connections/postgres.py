@@ -24,6 +24,7 @@ from psycopg.rows import dict_row, tuple_row
 from khive.connections.catalog import CatalogSnapshot, Column, ColumnSample, ForeignKey, Table, TableKind
 from khive.connections.config import ConnectionConfig
 from khive.connections.driver import HoldsConnection, QueryResult
+from khive.connections.pgvalues import SESSION_OPTIONS, TYPES_SQL, PgType, array_converter, register_loaders
 from khive.connections.types import (
     build_column,
     normalize_type,
@@ -35,6 +36,7 @@ from khive.connections.types import (
     schema_selected,
 )
 from khive.errors import ConfigError, KhiveError
+from khive.values import DEFAULT_BYTES_SHOWN
 
 _KINDS: dict[str, TableKind] = {"r": "table", "p": "table", "v": "view", "m": "materialized_view",
                                 "f": "foreign_table"}
@@ -92,8 +94,13 @@ _ATTNAMES_SQL = """
 SELECT a.attrelid AS oid, a.attnum, a.attname AS name FROM pg_catalog.pg_attribute AS a
 WHERE a.attrelid = ANY(%(oids)s) AND a.attnum > 0
 """
-_TYPE_NAMES_SQL = "SELECT oid, pg_catalog.format_type(oid, NULL) AS name FROM pg_catalog.pg_type WHERE oid = ANY(%s)"
 _SAMPLE_SEED = 42
+
+
+def printed_text(expression: str) -> str:
+    """The type's output function, as psql prints the value (``inet::text`` would add ``/32``); NULL stays NULL
+    (``num_nulls``: a composite with NULL fields is not NULL)."""
+    return f"CASE WHEN num_nulls({expression}) = 0 THEN format('%s', {expression}) END"
 
 
 def _ms(seconds: float) -> int:
@@ -112,7 +119,7 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
             raise ConfigError(f"connection {connection!r}: no connection string ({config.url or 'url:'} is not set)")
         self._url = url
         self._conn: psycopg.Connection[Any] | None = None
-        self._type_names: dict[int, str] = {}
+        self._types: dict[int, PgType] = {}
 
     # ---- connection ----------------------------------------------------------------------------------------
 
@@ -135,7 +142,7 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
         except psycopg.ProgrammingError:
             existing = ""
         options = (f"{existing} -c default_transaction_read_only=on "
-                   f"-c statement_timeout={_ms(self.config.statement_timeout_s)}").strip()
+                   f"-c statement_timeout={_ms(self.config.statement_timeout_s)} {SESSION_OPTIONS}").strip()
         try:
             conn = psycopg.connect(self._url, options=options, connect_timeout=10, application_name="khive")
         except psycopg.Error as exc:
@@ -146,6 +153,7 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
                              code="connection_failed",
                              details={"connection": self.connection, "target": target}) from None
         conn.read_only = True  # every transaction: BEGIN READ ONLY
+        register_loaders(conn)  # values leave the driver by khive's value rule (pgvalues.py)
         self._conn = conn
         return conn
 
@@ -208,8 +216,8 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
         outside = sorted({ref_oid for _, kind, _, _, ref_oid, _, _, ref_columns in constraints
                           if kind == "f" and (ref_oid, ref_columns[0]) not in names})
         if outside:
-            (found,) = self._fetch_many([(_ATTNAMES_SQL, {"oids": outside})])
-            names.update(((oid, attnum), name) for oid, attnum, name in found)
+            (attnames,) = self._fetch_many([(_ATTNAMES_SQL, {"oids": outside})])
+            names.update(((oid, attnum), name) for oid, attnum, name in attnames)
         primary: dict[int, tuple[str, ...]] = {}
         foreign: dict[int, list[ForeignKey]] = {}
         for oid, kind, name, own_numbers, ref_oid, ref_schema, ref_table, ref_numbers in constraints:
@@ -246,25 +254,30 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
         def run(table: Table, columns: list[Column]) -> list[tuple[Any, ...]]:
             percent = sample_percent(table, policy)
             clause = "" if percent is None else f" TABLESAMPLE SYSTEM ({percent:.6f}) REPEATABLE ({_SAMPLE_SEED})"
-            sql = sample_sql(f"{quote(table.db)}.{quote(table.name)}", columns, policy, sample_clause=clause)
+            sql = sample_sql(f"{quote(table.db)}.{quote(table.name)}", columns, policy, sample_clause=clause,
+                             as_text=printed_text)
             return [tuple(row.values()) for row in self._fetch(sql)]  # no params: a "%" in a name stays literal
 
         return sample_tables(tables, policy, self.dialect, run)
 
-    def _type_name(self, conn: psycopg.Connection[Any], oids: list[int]) -> dict[int, str]:
-        """Result column type names: psycopg's registry, else format_type() (enums, domains, internals)."""
-        missing = [oid for oid in oids if oid not in self._type_names and conn.adapters.types.get(oid) is None]
+    def _result_types(self, conn: psycopg.Connection[Any], oids: list[int]) -> dict[int, PgType]:
+        """Result column types: psycopg's registry, else pg_type (enums, domains, composites and their arrays)."""
+        missing = [oid for oid in oids if oid not in self._types and conn.adapters.types.get(oid) is None]
         if missing:
             with conn.cursor() as cursor:
-                cursor.execute(_TYPE_NAMES_SQL, [missing])
-                self._type_names.update({int(oid): str(name) for oid, name in cursor.fetchall()})
-        names = {}
+                cursor.execute(TYPES_SQL, [missing])
+                for oid, name, element, delimiter in cursor.fetchall():
+                    self._types[int(oid)] = PgType(str(name), None if element is None else int(element),
+                                                   str(delimiter or ","))
+        found = {}
         for oid in oids:
-            info = conn.adapters.types.get(oid)
-            names[oid] = self._type_names.get(oid) or (info.name if info else str(oid))
-        return names
+            info = conn.adapters.types.get(oid)  # an array's oid finds its element's info
+            name = (info.name + "[]" if info.array_oid == oid else info.name) if info else str(oid)
+            found[oid] = self._types.get(oid) or PgType(name)
+        return found
 
-    def execute(self, sql: str, *, limit: int, timeout_s: float) -> QueryResult:
+    def execute(self, sql: str, *, limit: int, timeout_s: float,
+                bytes_shown: int = DEFAULT_BYTES_SHOWN) -> QueryResult:
         started = time.perf_counter()
         conn = self._db()
         try:
@@ -274,12 +287,15 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
                     cursor.execute(sql)
                 description = cursor.description or []
                 rows = cursor.fetchmany(limit + 1) if description else []
-                types = self._type_name(conn, [int(item.type_code) for item in description])
-                columns = [{"name": item.name, "type": types[int(item.type_code)]} for item in description]
+                types = self._result_types(conn, [int(item.type_code) for item in description])
+                result_types = [types[int(item.type_code)] for item in description]
+                columns = [{"name": item.name, "type": kind.name}
+                           for item, kind in zip(description, result_types, strict=True)]
+                converters = [array_converter(conn, kind) for kind in result_types]
         except psycopg.Error as exc:
             raise self._error(exc, timeout_s) from None
         finally:
             if not conn.closed:
                 conn.rollback()
-        return query_result(columns, rows, limit, started)
+        return query_result(columns, rows, limit, started, converters=converters, bytes_shown=bytes_shown)
 

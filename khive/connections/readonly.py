@@ -15,6 +15,7 @@ import anyio.to_thread
 from khive.connections.driver import QueryResult
 from khive.connections.sqlgate import GateDecision, check_sql, wrap_with_limit
 from khive.errors import KhiveError, OpError
+from khive.values import DEFAULT_BYTES_SHOWN
 
 if TYPE_CHECKING:
     from khive.connections.config import ConnectionConfig
@@ -56,8 +57,9 @@ class ReadOnlyRun:
     timeout: StatementTimeout
 
 
-async def run_read_only(runtime: Runtime, connection: str, sql: str, *, limit: int, timeout_s: float | None
-                        ) -> ReadOnlyRun:
+async def run_read_only(runtime: Runtime, connection: str, sql: str, *, limit: int, timeout_s: float | None,
+                        bytes_shown: int = DEFAULT_BYTES_SHOWN) -> ReadOnlyRun:
+    """``bytes_shown``: how much of each binary value the rows show (khive/values.py)."""
     config = runtime.connection(connection)
     timeout = statement_timeout(timeout_s, connection, config)
     decision = check_sql(sql, config.driver, allow_functions=config.allow_functions, timeout_s=timeout.seconds)
@@ -72,7 +74,8 @@ async def run_read_only(runtime: Runtime, connection: str, sql: str, *, limit: i
         for attempt in (1, 2):
             with pool.lease(timeout.seconds) as lease:  # waiting for a driver is bounded by the same timeout
                 try:
-                    return lease.driver.execute(wrapped, limit=limit, timeout_s=timeout.seconds)
+                    return lease.driver.execute(wrapped, limit=limit, timeout_s=timeout.seconds,
+                                                bytes_shown=bytes_shown)
                 except KhiveError as exc:
                     if exc.code == "connection_failed" and lease.reused and attempt == 1:
                         lease.discard = True  # it went stale while idle (a server restart, an idle timeout)

@@ -19,6 +19,7 @@ from khive.connections.config import ConnectionConfig
 from khive.connections.driver import HoldsConnection, QueryResult
 from khive.connections.types import build_column, query_result, quote, sample_sql, sample_tables, schema_selected
 from khive.errors import KhiveError
+from khive.values import DEFAULT_BYTES_SHOWN
 
 SCHEMA = "main"
 _OBJECTS_SQL = ("SELECT m.type, m.name FROM sqlite_schema AS m "
@@ -37,7 +38,16 @@ _PROGRESS_STEPS = 1000  # VM instructions between deadline checks: microseconds 
 
 
 def _text(data: bytes) -> str:
+    """Catalog text (names, declared types): never fails, a bad byte becomes U+FFFD."""
     return data.decode("utf-8", "replace")
+
+
+def _value_text(data: bytes) -> str | bytes:
+    """Values: text that is not UTF-8 stays bytes, which khive's value rule shows as hex (khive/values.py)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
 
 
 class SqliteDriver(HoldsConnection[sqlite3.Connection]):
@@ -78,10 +88,12 @@ class SqliteDriver(HoldsConnection[sqlite3.Connection]):
         return conn
 
     def _run(self, sql: str, params: Sequence[Any] = (), *, timeout_s: float, limit: int | None = None,
-             ) -> tuple[list[tuple[Any, ...]], Any]:
+             values: bool = False) -> tuple[list[tuple[Any, ...]], Any]:
+        """``values``: the rows are data (samples, query results), so text that is not UTF-8 stays bytes."""
         conn = self._db()
         deadline = time.monotonic() + timeout_s
         conn.set_progress_handler(lambda: int(time.monotonic() > deadline), _PROGRESS_STEPS)
+        conn.text_factory = _value_text if values else _text
         try:
             cursor = conn.execute(sql, params)
             rows = cursor.fetchall() if limit is None else cursor.fetchmany(limit)
@@ -91,6 +103,7 @@ class SqliteDriver(HoldsConnection[sqlite3.Connection]):
             raise self._error(exc, timeout_s) from None
         finally:
             conn.set_progress_handler(None, 0)
+            conn.text_factory = _text
 
     def _error(self, exc: sqlite3.Error, timeout_s: float) -> KhiveError:
         name = getattr(exc, "sqlite_errorname", "")
@@ -187,20 +200,21 @@ class SqliteDriver(HoldsConnection[sqlite3.Connection]):
     def sample(self, tables: Sequence[Table]) -> list[ColumnSample]:
         def run(table: Table, columns: list[Column]) -> list[tuple[Any, ...]]:
             sql = sample_sql(f"{quote(table.db)}.{quote(table.name)}", columns, self.config.sample_values)
-            return self._run(sql, timeout_s=self.config.statement_timeout_s)[0]
+            return self._run(sql, timeout_s=self.config.statement_timeout_s, values=True)[0]
 
         return sample_tables(tables, self.config.sample_values, self.dialect, run)
 
-    def execute(self, sql: str, *, limit: int, timeout_s: float) -> QueryResult:
+    def execute(self, sql: str, *, limit: int, timeout_s: float,
+                bytes_shown: int = DEFAULT_BYTES_SHOWN) -> QueryResult:
         started = time.perf_counter()
         try:
-            rows, description = self._run(sql, timeout_s=timeout_s, limit=limit + 1)
+            rows, description = self._run(sql, timeout_s=timeout_s, limit=limit + 1, values=True)
         finally:
             if self._conn is not None:  # a PRAGMA query_only = OFF that slipped through lasts one statement
                 self._conn.execute("PRAGMA query_only = ON")
         names = [item[0] for item in description or ()]
         return query_result([{"name": name, "type": _value_type(rows, i)} for i, name in enumerate(names)],
-                            rows, limit, started)
+                            rows, limit, started, bytes_shown=bytes_shown)
 
 
 _PY_TYPES: dict[type, str] = {int: "INTEGER", float: "REAL", str: "TEXT", bytes: "BLOB"}

@@ -6,7 +6,8 @@ guesses how an analyst would use the column. Sampling builds ONE query per table
 sample of at most ``sample_rows`` rows and, per sampled column, a ``UNION ALL`` branch that keeps
 the ``max_values`` most frequent values with the distinct and null counts (window functions over
 the grouped sample). Every value is cast to text (one column type across the branches) and the
-Python side restores ints, floats and booleans from the column's normalised type.
+Python side turns that text into the value a query would return, by khive's value rule
+(khive/values.py): exact decimals stay the database's text, integers beyond 2**53 - 1 too.
 """
 
 from __future__ import annotations
@@ -24,6 +25,17 @@ from khive.connections.catalog import Column, ColumnSample, DimensionType, Norma
 from khive.connections.config import ConnectionConfig, SamplePolicy, SchemaFilter
 from khive.connections.driver import QueryResult
 from khive.errors import ConfigError, KhiveError
+from khive.values import (
+    DEFAULT_BYTES_SHOWN,
+    Converter,
+    Encoder,
+    float_text,
+    hex_text,
+    integer_text,
+    interval_text,
+    stamp_text,
+    time_text,
+)
 
 _TYPES: dict[NormalizedType, tuple[str, ...]] = {
     "integer": ("INT", "INTEGER", "INT2", "INT4", "INT8", "INT16", "INT32", "INT64", "INT128", "SMALLINT", "BIGINT",
@@ -51,6 +63,7 @@ _TYPES: dict[NormalizedType, tuple[str, ...]] = {
 }
 _BY_NAME: dict[str, NormalizedType] = {name: kind for kind, names in _TYPES.items() for name in names}
 _EXACT_NUMERIC = frozenset({"NUMERIC", "DECIMAL", "DEC", "NUMBER", "BIGNUMERIC", "BIGDECIMAL"})
+_PRINTED_NUMBERS = frozenset({"MONEY", "SMALLMONEY", "DECFLOAT"})  # sampled as the text the database prints
 _LONG_TEXT = frozenset({"CLOB", "NCLOB", "MEDIUMTEXT", "LONGTEXT", "NTEXT"})
 TEXT_LIKE = _TEXT_LIKE = frozenset({"string", "other"})  # sampled values cut to max_text_length
 _UNSAMPLEABLE = frozenset({"GEOGRAPHY", "GEOMETRY", "XML", "TSVECTOR", "TSQUERY", "VECTOR", "HSTORE"})
@@ -230,13 +243,17 @@ def plan_sample(table: Table, policy: SamplePolicy, dialect: str) -> tuple[list[
 SCAN_SQL_MARK = "/* khive:scan */"
 
 
+def cast_text(expression: str) -> str:
+    return f"CAST({expression} AS TEXT)"
+
+
 def sample_sql(source: str, columns: Sequence[Column], policy: SamplePolicy, *, sample_clause: str = "",
-               limit: bool = True, materialized: bool = True) -> str:
+               limit: bool = True, materialized: bool = True, as_text: Callable[[str], str] = cast_text) -> str:
     """One query for one table: rows ``(col, v, n, d, z, t)`` = column index, value as text, its count,
     distinct non-null values, nulls, sampled rows. Text-like values are grouped on their first
     max_text_length + 1 characters (enough to tell that a value was cut); numbers, dates and
-    booleans are never cut."""
-    picks = ", ".join(f"CAST({quote(column.name)} AS TEXT) AS c{i}" for i, column in enumerate(columns))
+    booleans are never cut. ``as_text`` gives a column's value as the text the database prints."""
+    picks = ", ".join(f"{as_text(quote(column.name))} AS c{i}" for i, column in enumerate(columns))
     rows = f" LIMIT {policy.sample_rows}" if limit else ""
     keep = max(policy.max_values, 1)
     width = policy.max_text_length + 1
@@ -268,32 +285,53 @@ def sample_percent(table: Table, policy: SamplePolicy) -> float | None:
     return 200.0 * policy.sample_rows / rows
 
 
-def _restore(text: str, normalized: NormalizedType, max_length: int) -> str | int | float | bool:
-    """The text a sample query returns -> the value in its own type; long text cut with an ellipsis."""
+_INTEGER_RE = re.compile(r"[+-]?\d+")
+_REAL_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?Inf")
+
+
+def _sqlite_value(text: str) -> int | float | str:
+    """SQLite types each value, not the column: an integer, a real or text, whatever the declaration says."""
+    if _INTEGER_RE.fullmatch(text):
+        return integer_text(text)
+    return float_text(text) if _REAL_RE.fullmatch(text) else text
+
+
+def _restore(value: str | bytes, column: Column, dialect: str, max_length: int) -> Any:
+    """The text a sample query returns -> the JSON value a query would return for it (khive/values.py);
+    long text is cut with an ellipsis."""
+    if isinstance(value, bytes):  # text that is not UTF-8: shown as its bytes, about max_length characters
+        return hex_text(value, max(max_length // 2, 1))
+    normalized = column.normalized_type
     if normalized in _TEXT_LIKE:
-        return text[:max_length] + "…" if len(text) > max_length else text
-    try:
-        if normalized == "integer":
-            return int(text)
-        if normalized == "number":
-            return float(text)
-    except ValueError:
-        return text  # SQLite stores whatever it is given
-    if normalized == "boolean" and text.lower() in ("true", "t", "1", "false", "f", "0"):
-        return text.lower() in ("true", "t", "1")
-    return text
+        return value[:max_length] + "…" if len(value) > max_length else value
+    if normalized == "boolean" and value.lower() in ("true", "t", "1", "false", "f", "0"):
+        return value.lower() in ("true", "t", "1")
+    if dialect == "sqlite":
+        return _sqlite_value(value) if normalized in ("integer", "number") else value
+    if normalized == "integer":
+        return integer_text(value)
+    if normalized == "number":
+        base = _split(" ".join(column.native_type.strip().upper().split()))[0]
+        return value if base in _EXACT_NUMERIC or base in _PRINTED_NUMBERS else float_text(value)
+    if normalized in ("date", "timestamp"):
+        return stamp_text(value)
+    if normalized == "time":
+        return time_text(value)
+    if normalized == "interval" and dialect == "duckdb":
+        return interval_text(value)
+    return value
 
 
 def read_sample(table: Table, columns: Sequence[Column], rows: Iterable[Sequence[Any]],
-                policy: SamplePolicy) -> list[ColumnSample]:
+                policy: SamplePolicy, dialect: str = "") -> list[ColumnSample]:
     """Turn ``sample_sql`` rows into one ColumnSample per sampled column (in column order)."""
     found: dict[int, dict[str, Any]] = {}
     for col, value, count, distinct, nulls, total in rows:
         entry = found.setdefault(int(col), {"values": [], "counts": [], "distinct": int(distinct),
                                             "nulls": int(nulls), "total": int(total)})
         if value is not None and len(entry["values"]) < policy.max_values:
-            normalized = columns[int(col)].normalized_type
-            entry["values"].append(_restore(str(value), normalized, policy.max_text_length))
+            entry["values"].append(_restore(value if isinstance(value, bytes) else str(value), columns[int(col)],
+                                            dialect, policy.max_text_length))
             entry["counts"].append(int(count))
     samples = []
     for i, column in enumerate(columns):
@@ -321,7 +359,7 @@ def sample_tables(tables: Sequence[Table], policy: SamplePolicy, dialect: str, r
         columns, found = plan_sample(table, policy, dialect)
         if columns:
             try:
-                found += read_sample(table, columns, run(table, columns), policy)
+                found += read_sample(table, columns, run(table, columns), policy, dialect)
             except KhiveError as exc:
                 if exc.code in ("connection_failed", "driver_unavailable"):
                     raise
@@ -336,11 +374,16 @@ def sample_tables(tables: Sequence[Table], policy: SamplePolicy, dialect: str, r
 
 
 def query_result(columns: list[dict[str, str]], rows: Sequence[Sequence[Any]], limit: int, started: float,
-                 notes: list[str] | None = None) -> QueryResult:
-    """``rows`` holds at most limit + 1 rows; the extra one only says there were more."""
-    kept = [list(row) for row in rows[:limit]]
+                 notes: list[str] | None = None, *, converters: Sequence[Converter | None] | None = None,
+                 bytes_shown: int = DEFAULT_BYTES_SHOWN) -> QueryResult:
+    """``rows`` holds at most limit + 1 rows; the extra one only says there were more. Rows leave here as
+    JSON values by khive's value rule (``converters``, per column, for values a driver projected itself);
+    binary values cut at ``bytes_shown`` bytes are listed in the notes."""
+    encoder = Encoder(bytes_shown)
+    kept = encoder.rows(rows[:limit], columns, converters)
     return QueryResult(columns=columns, rows=kept, truncated=len(rows) > limit, row_count=len(kept),
-                       elapsed_ms=round((time.perf_counter() - started) * 1000, 3), notes=notes or [])
+                       elapsed_ms=round((time.perf_counter() - started) * 1000, 3),
+                       notes=[*(notes or []), *encoder.notes()])
 
 
 # ---- warehouses reached through a runner (BigQuery, Snowflake) -----------------------------------------------
@@ -394,7 +437,8 @@ class WarehouseDriver:
 
         return sample_tables(tables, self.config.sample_values, self.dialect, run)
 
-    def execute(self, sql: str, *, limit: int, timeout_s: float) -> QueryResult:
+    def execute(self, sql: str, *, limit: int, timeout_s: float,
+                bytes_shown: int = DEFAULT_BYTES_SHOWN) -> QueryResult:
         started = time.perf_counter()
         records = self._run(sql)[: limit + 1]
         names = list(records[0]) if records else []
@@ -404,4 +448,4 @@ class WarehouseDriver:
                    for i, name in enumerate(names)]
         return query_result(columns, rows, limit, started,
                             notes=[f"timeout {timeout_s:g}s and read-only are enforced by the {self.name} role "
-                                   f"and the runner's job settings"])
+                                   f"and the runner's job settings"], bytes_shown=bytes_shown)

@@ -158,6 +158,9 @@ def _budgets(ran: Mapping[str, Checked]) -> list[str]:
         "  `budget.tokens.core` is the least that can fit: ask again with at least that much.",
         "- Pass `limit=` to searches; ask for more only when needed. `presentation=\"agent\"` (the default) is",
         "  compact; `\"verbose\"` is the full canonical form.",
+        "- Values in `rows` are exact: decimals (and SUM/AVG results on PostgreSQL) and integers beyond",
+        "  2^53 are strings (`\"1234.50\"`), NaN/Infinity too; times are ISO 8601, intervals ISO durations",
+        "  (`\"P1M2D\"`), bytes `\"\\x...\"` hex. Parse numbers as decimals, not floats.",
     ]
     if "help" in ran:
         lines += ["- A verb's parameters, with `help=true`:", "", f"{FENCE}khive", ran["help"].text, FENCE]

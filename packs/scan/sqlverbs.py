@@ -23,7 +23,7 @@ class ExecuteParams(Params):
 
 
 async def execute(params: ExecuteParams, ctx: Context) -> dict[str, Any]:
-    """Run one read-only statement (SELECT / WITH / VALUES / EXPLAIN); rows are limited and flagged truncated."""
+    """Run one read-only statement (SELECT / WITH / VALUES / EXPLAIN); rows limited, values as docs/values.md says."""
     ran = await run_read_only(ctx.runtime, params.connection, params.sql, limit=params.limit,
                               timeout_s=params.timeout_s)
     result, wrapped, decision = ran.result, ran.sql, ran.decision

@@ -15,7 +15,12 @@ from khive.verbs import NoParams, Verb
 
 
 class NotJson:
-    """Neither orjson nor anything else knows how to write this."""
+    """Neither orjson nor anything else knows how to write this: not even its text form exists."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text form")
+
+    __repr__ = __str__
 
 
 async def unencodable(params: NoParams, ctx: Context) -> dict[str, Any]:

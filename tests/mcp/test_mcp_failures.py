@@ -23,7 +23,12 @@ pytestmark = pytest.mark.anyio
 
 
 class NotJson:
-    """Nothing can encode this."""
+    """Nothing can encode this: not even a text form exists (khive/values.py falls back to text)."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text form")
+
+    __repr__ = __str__
 
 
 async def unencodable(params: NoParams, ctx: Context) -> dict[str, Any]:
