@@ -1,0 +1,174 @@
+"""The catalog as discover ranks it: every table's words (its name, its columns' names, comments), built
+once per index generation from the index's table and column documents.
+
+* Words are comparison keys (``khive.index.morph.key``) of the identifier words (``morph.identifier_words``:
+  case, digit and separator splits, segmented runs, expanded abbreviations) and of the comments.
+* ``postings`` maps a key to the tables holding it, with where (table name 1.0, column name, comment) and
+  which column; ``df`` counts the tables holding a key anywhere, for its rarity.
+* Partitions and empty copies (``payment_p2007_01`` beside ``payment``, same columns) are folded into the
+  table they copy: they add nothing a question could need that the parent lacks.
+* Tables are grouped into routing units: a schema of a connection, merged with every schema it shares a
+  foreign key with (a warehouse whose sales schema references its person schema is one unit).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from khive.index.morph import identifier_words, key, split_identifier
+from packs.discover.text import STOPWORDS, split_words
+
+WHERE_NAME, WHERE_COLUMN, WHERE_TABLE_NOTE, WHERE_COLUMN_NOTE = 1.0, 0.7, 0.55, 0.45
+_COPY_SUFFIX = re.compile(r"_(?=[a-z_]*\d)[a-z0-9_]+\Z|_(old|bak|backup|copy|tmp|temp)\Z", re.I)
+
+
+@dataclass
+class Table:
+    doc_id: str
+    connection: str | None
+    db: str
+    name: str
+    unit: int
+    rows: int | None
+    name_keys: frozenset[str]
+    columns: dict[str, str] = field(default_factory=dict)  # column doc id -> column name
+    copies: list[str] = field(default_factory=list)  # folded partitions / copies (doc ids)
+
+
+@dataclass
+class Lexicon:
+    generation: int
+    tables: dict[str, Table]
+    postings: dict[str, dict[str, tuple[float, str | None]]]  # key -> table id -> (where, column id)
+    df: dict[str, int]
+    tokens: frozenset[str]  # raw identifier tokens (for abbreviation and derived-form matching)
+    units: dict[int, list[str]]  # unit -> table ids
+    unit_keys: dict[int, frozenset[str]]  # unit -> keys of its schema names
+    folded: dict[str, str]  # copy doc id -> the table it copies
+    by_initial: dict[str, tuple[str, ...]] = field(default_factory=dict)  # first letter -> tokens
+    forms: dict[str, tuple[tuple[str, float], ...]] = field(default_factory=dict)  # memo of forms.py
+
+    def idf(self, count: int) -> float:
+        return math.log(1.0 + (len(self.tables) + 1) / (count + 0.5))
+
+
+_CACHE: weakref.WeakKeyDictionary[Any, Lexicon] = weakref.WeakKeyDictionary()
+
+
+def of(index: Any) -> Lexicon:
+    """The lexicon of ``index`` at its current generation (rebuilt after a change)."""
+    cached = _CACHE.get(index)
+    if cached is None or cached.generation != index.generation:
+        cached = build(index)
+        _CACHE[index] = cached
+    return cached
+
+
+def note_keys(text: str) -> set[str]:
+    return {key(word) for word in split_words(text) if word not in STOPWORDS and len(word) > 1}
+
+
+def build(index: Any) -> Lexicon:
+    generation = index.generation
+    table_rows = index.outline(["table"], ["tableRef", "comment", "description", "estimatedRows", "partitionOf"])
+    column_rows = index.outline(["column"], ["comment", "description"])
+    tables: dict[str, Table] = {}
+    notes: dict[str, str] = {}
+    for doc_id, connection, title, ref, comment, description, rows, _parent in table_rows:
+        db, _, name = str(title).partition(".")
+        tables[doc_id] = Table(doc_id, connection, db, name, 0, int(rows) if isinstance(rows, (int, float)) else None,
+                               frozenset(key(w) for w in identifier_words(name)))
+        notes[doc_id] = " ".join(str(t) for t in (description, comment) if t)
+    column_notes: dict[str, str] = {}
+    for doc_id, _connection, _title, comment, description in column_rows:
+        table_id = "table:" + doc_id.split(":", 1)[1].rsplit(".", 1)[0]
+        table = tables.get(table_id)
+        if table is None:
+            continue
+        table.columns[doc_id] = doc_id.rsplit(".", 1)[1]
+        text = " ".join(str(t) for t in (description, comment) if t)
+        if text:
+            column_notes[doc_id] = text
+    folded = _fold_copies(tables, {row[0]: row[7] for row in table_rows if row[7]})
+    postings: dict[str, dict[str, tuple[float, str | None]]] = {}
+    tokens: set[str] = set()
+
+    def post(words: Iterable[str], table_id: str, where: float, column: str | None) -> None:
+        for word in words:
+            entry = postings.setdefault(word, {})
+            if table_id not in entry or entry[table_id][0] < where:
+                entry[table_id] = (where, column)
+
+    for table in tables.values():
+        if table.doc_id in folded:
+            continue
+        tokens.update(split_identifier(table.name))
+        post(table.name_keys, table.doc_id, WHERE_NAME, None)
+        for column_id, column in table.columns.items():
+            tokens.update(split_identifier(column))
+            post({key(w) for w in identifier_words(column)}, table.doc_id, WHERE_COLUMN, column_id)
+            if column_id in column_notes:
+                post(note_keys(column_notes[column_id]), table.doc_id, WHERE_COLUMN_NOTE, column_id)
+        if notes[table.doc_id]:
+            post(note_keys(notes[table.doc_id]), table.doc_id, WHERE_TABLE_NOTE, None)
+    units, unit_keys = _units(index, tables)
+    initials: dict[str, list[str]] = {}
+    for token in sorted(tokens):
+        if token[:1].isalpha():
+            initials.setdefault(token[0], []).append(token)
+    return Lexicon(generation, tables, postings, {word: len(entry) for word, entry in postings.items()},
+                   frozenset(tokens), units, unit_keys, folded,
+                   {letter: tuple(found) for letter, found in initials.items()})
+
+
+def _fold_copies(tables: dict[str, Table], declared: dict[str, Any]) -> dict[str, str]:
+    """copy id -> parent id: a declared ``partitionOf``, or a same-schema table named ``<parent>_<suffix
+    with a digit>`` (or ``_old``/``_copy``/...) with exactly the parent's columns."""
+    by_name = {(t.connection, t.db, t.name.lower()): t for t in tables.values()}
+    folded: dict[str, str] = {}
+    for table in tables.values():
+        parent_id = declared.get(table.doc_id)
+        if not parent_id:
+            match = _COPY_SUFFIX.search(table.name)
+            parent = by_name.get((table.connection, table.db, table.name[: match.start()].lower())) if match else None
+            if parent is None or sorted(parent.columns.values()) != sorted(table.columns.values()):
+                continue
+            parent_id = parent.doc_id
+        if parent_id in tables and parent_id != table.doc_id:
+            folded[table.doc_id] = str(parent_id)
+            tables[str(parent_id)].copies.append(table.doc_id)
+    return folded
+
+
+def _units(index: Any, tables: dict[str, Table]) -> tuple[dict[int, list[str]], dict[int, frozenset[str]]]:
+    """Schemas joined by a foreign key share a unit (union-find over the cross-schema fk edges)."""
+    schema_of = {t.doc_id: (t.connection, t.db) for t in tables.values()}
+    parent: dict[tuple[str | None, str], tuple[str | None, str]] = {s: s for s in schema_of.values()}
+
+    def find(s: tuple[str | None, str]) -> tuple[str | None, str]:
+        while parent[s] != s:
+            parent[s] = parent[parent[s]]
+            s = parent[s]
+        return s
+
+    for source, target in index.relation_pairs("fk"):
+        a, b = schema_of.get(source), schema_of.get(target)
+        if a is not None and b is not None and a != b:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[max(ra, rb, key=str)] = min(ra, rb, key=str)
+    numbers: dict[tuple[str | None, str], int] = {}
+    units: dict[int, list[str]] = {}
+    names: dict[int, set[str]] = {}
+    for table in tables.values():
+        root = find((table.connection, table.db))
+        table.unit = numbers.setdefault(root, len(numbers))
+        units.setdefault(table.unit, []).append(table.doc_id)
+        names.setdefault(table.unit, set()).update(
+            key(w) for w in (*identifier_words(table.db), *identifier_words(table.connection or "")))
+    return units, {unit: frozenset(words) for unit, words in names.items()}
