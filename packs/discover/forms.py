@@ -18,7 +18,7 @@ from khive.index.morph import ABBREVIATIONS, abbreviates, derived, identifier_wo
 from packs.discover.lexicon import Lexicon
 from packs.discover.text import STOPWORDS, split_words
 
-EXACT, DERIVED, ABBREVIATED, SYNONYM = 1.0, 0.85, 0.8, 0.7
+EXACT, DERIVED, ABBREVIATED, SYNONYM = 1.0, 0.85, 0.8, 0.6
 
 
 @dataclass
@@ -45,7 +45,8 @@ def expand(query: str, terms: Sequence[str], lexicon: Lexicon) -> list[Term]:
     for word in terms:
         term = Term(word)
         term.add(word, EXACT)
-        for full in ABBREVIATIONS.get(word, ()) + ABBREVIATIONS.get(key(word), ()):
+        singular = word[:-1] if word.endswith("s") and len(word) > 3 else word  # "emps" -> emp
+        for full in ABBREVIATIONS.get(word, ()) or ABBREVIATIONS.get(singular, ()):
             term.add(full, EXACT)
         for token in _catalog_forms(word, lexicon):
             term.add(token[0], token[1])

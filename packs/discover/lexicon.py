@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from khive.index.morph import identifier_words, key, split_identifier
+from khive.index.morph import identifier_words, key, segment, split_identifier
 from packs.discover.text import STOPWORDS, split_words
 
 WHERE_NAME, WHERE_COLUMN, WHERE_TABLE_NOTE, WHERE_COLUMN_NOTE = 1.0, 0.7, 0.55, 0.45
@@ -36,6 +36,7 @@ class Table:
     unit: int
     rows: int | None
     name_keys: frozenset[str]
+    name_parts: frozenset[str]  # the words the name is made of (segments, not the run they came from)
     columns: dict[str, str] = field(default_factory=dict)  # column doc id -> column name
     copies: list[str] = field(default_factory=list)  # folded partitions / copies (doc ids)
 
@@ -50,6 +51,7 @@ class Lexicon:
     units: dict[int, list[str]]  # unit -> table ids
     unit_keys: dict[int, frozenset[str]]  # unit -> keys of its schema names
     folded: dict[str, str]  # copy doc id -> the table it copies
+    adjacent: dict[str, frozenset[str]]  # table id -> tables one foreign key away (either direction)
     by_initial: dict[str, tuple[str, ...]] = field(default_factory=dict)  # first letter -> tokens
     forms: dict[str, tuple[tuple[str, float], ...]] = field(default_factory=dict)  # memo of forms.py
 
@@ -69,6 +71,14 @@ def of(index: Any) -> Lexicon:
     return cached
 
 
+def name_parts(name: str) -> frozenset[str]:
+    """Keys of the words a table name is made of: ``businessentity`` -> business, entity."""
+    parts: list[str] = []
+    for piece in split_identifier(name):
+        parts.extend(segment(piece) if piece.isalpha() else (piece,))
+    return frozenset(key(p) for p in parts if not p.isdigit()) or frozenset({key(name)})
+
+
 def note_keys(text: str) -> set[str]:
     return {key(word) for word in split_words(text) if word not in STOPWORDS and len(word) > 1}
 
@@ -82,7 +92,7 @@ def build(index: Any) -> Lexicon:
     for doc_id, connection, title, ref, comment, description, rows, _parent in table_rows:
         db, _, name = str(title).partition(".")
         tables[doc_id] = Table(doc_id, connection, db, name, 0, int(rows) if isinstance(rows, (int, float)) else None,
-                               frozenset(key(w) for w in identifier_words(name)))
+                               frozenset(key(w) for w in identifier_words(name)), name_parts(name))
         notes[doc_id] = " ".join(str(t) for t in (description, comment) if t)
     column_notes: dict[str, str] = {}
     for doc_id, _connection, _title, comment, description in column_rows:
@@ -116,13 +126,21 @@ def build(index: Any) -> Lexicon:
                 post(note_keys(column_notes[column_id]), table.doc_id, WHERE_COLUMN_NOTE, column_id)
         if notes[table.doc_id]:
             post(note_keys(notes[table.doc_id]), table.doc_id, WHERE_TABLE_NOTE, None)
-    units, unit_keys = _units(index, tables)
+    pairs = index.relation_pairs("fk")
+    units, unit_keys = _units(pairs, tables)
+    neighbours: dict[str, set[str]] = {}
+    for source, target in pairs:
+        a, b = folded.get(source, source), folded.get(target, target)
+        if a != b and a in tables and b in tables:
+            neighbours.setdefault(a, set()).add(b)
+            neighbours.setdefault(b, set()).add(a)
     initials: dict[str, list[str]] = {}
     for token in sorted(tokens):
         if token[:1].isalpha():
             initials.setdefault(token[0], []).append(token)
     return Lexicon(generation, tables, postings, {word: len(entry) for word, entry in postings.items()},
                    frozenset(tokens), units, unit_keys, folded,
+                   {table: frozenset(found) for table, found in neighbours.items()},
                    {letter: tuple(found) for letter, found in initials.items()})
 
 
@@ -145,7 +163,7 @@ def _fold_copies(tables: dict[str, Table], declared: dict[str, Any]) -> dict[str
     return folded
 
 
-def _units(index: Any, tables: dict[str, Table]) -> tuple[dict[int, list[str]], dict[int, frozenset[str]]]:
+def _units(pairs: list[tuple[str, str]], tables: dict[str, Table]) -> tuple[dict[int, list[str]], dict[int, frozenset[str]]]:
     """Schemas joined by a foreign key share a unit (union-find over the cross-schema fk edges)."""
     schema_of = {t.doc_id: (t.connection, t.db) for t in tables.values()}
     parent: dict[tuple[str | None, str], tuple[str | None, str]] = {s: s for s in schema_of.values()}
@@ -156,7 +174,7 @@ def _units(index: Any, tables: dict[str, Table]) -> tuple[dict[int, list[str]], 
             s = parent[s]
         return s
 
-    for source, target in index.relation_pairs("fk"):
+    for source, target in pairs:
         a, b = schema_of.get(source), schema_of.get(target)
         if a is not None and b is not None and a != b:
             ra, rb = find(a), find(b)

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from packs.discover.forms import Term
-from packs.discover.lexicon import Lexicon, Table
+from packs.discover.forms import SYNONYM, Term
+from packs.discover.lexicon import WHERE_NAME, Lexicon, Table
 from packs.discover.rank import Candidate, candidate_from_row, first_rank
 
 COVER = 2.0  # first ranks for a table covering every term of the query by its name
@@ -37,6 +37,8 @@ BRIDGE = 0.999  # a bridge lands just below the weaker table it joins
 FILL = 0.25  # a filled table's coverage: this share of the table it joins
 SMALL_UNIT = 8  # a unit this small is filled whole
 COLUMN_SHARE = 0.5
+NAME_BASE = 0.7  # a name match counts this much, plus the rest by the share of the name's words asked
+NEIGHBOUR = 0.8  # routing: a term answered by a table one join away counts this much
 POPULATED = 0.02  # first ranks: a table known to hold rows beats an empty one that ties with it
 
 
@@ -76,8 +78,8 @@ ROUTE_WHERE = {1.0: 1.0, 0.7: 0.5}
 def idfs(terms: Sequence[Term], lexicon: Lexicon) -> list[float]:
     out = []
     for term in terms:
-        counts = [lexicon.df[k] for k in term.forms if k in lexicon.df]
-        weight = lexicon.idf(min(counts)) if counts else 0.0
+        counts = [lexicon.df[k] for k in term.forms if k in lexicon.df]  # a term with common forms says less
+        weight = lexicon.idf(sum(counts)) if counts else 0.0
         out.append(weight * (OPERATION if term.word in OPERATION_WORDS else 1.0))
     return out
 
@@ -102,26 +104,40 @@ def score_tables(terms: Sequence[Term], weights: list[float], lexicon: Lexicon,
                 if strength > entry.strengths[i]:
                     entry.strengths[i] = strength
                     entry.columns[i] = column
-                entry.evidence[i] = max(entry.evidence[i], weight * ROUTE_WHERE.get(where, where * 0.7))
+                # as routing evidence a form counts squared: a synonym of a table's name is a hint, not a name
+                entry.evidence[i] = max(entry.evidence[i], weight * weight * ROUTE_WHERE.get(where, where * 0.7))
+    asked = {form for term in terms for form in term.forms}
     for entry in scored.values():
+        parts = entry.table.name_parts
+        share = len(parts & asked) / len(parts)
+        scale = NAME_BASE + (1.0 - NAME_BASE) * share  # "business" names ``business`` more than ``businessentity``
+        for i, strength in enumerate(entry.strengths):
+            if strength >= WHERE_NAME * SYNONYM and entry.columns[i] is None:
+                entry.strengths[i] = strength * scale
+                entry.evidence[i] = entry.evidence[i] * scale
         entry.coverage = COVER * sum(w * s for w, s in zip(weights, entry.strengths, strict=True)) / total
     return scored
 
 
 def route(terms: Sequence[Term], weights: list[float], lexicon: Lexicon, scored: dict[str, Scored]
           ) -> dict[int, float]:
-    """unit -> its share of the best unit's coverage of the query."""
-    best: dict[int, list[float]] = {}
+    """unit -> its share of the best unit's evidence. A unit's evidence is that of its best table together
+    with the tables one join away (NEIGHBOUR each): a question is answered by a few joined tables, so a
+    big schema must not win by touching each word somewhere else."""
+    mass: dict[int, float] = {}
     for entry in scored.values():
-        row = best.setdefault(entry.table.unit, [0.0] * len(terms))
-        for i, strength in enumerate(entry.evidence):
-            row[i] = max(row[i], strength)
-    for unit, row in best.items():
-        names = lexicon.unit_keys.get(unit, frozenset())
+        row = list(entry.evidence)
+        for other in lexicon.adjacent.get(entry.table.doc_id, ()):
+            neighbour = scored.get(other)
+            if neighbour is not None:
+                for i, value in enumerate(neighbour.evidence):
+                    row[i] = max(row[i], NEIGHBOUR * value)
+        names = lexicon.unit_keys.get(entry.table.unit, frozenset())
         for i, term in enumerate(terms):
             if names & term.forms.keys():
                 row[i] = 1.0
-    mass = {unit: sum(w * s for w, s in zip(weights, row, strict=True)) for unit, row in best.items()}
+        value = sum(w * s for w, s in zip(weights, row, strict=True))
+        mass[entry.table.unit] = max(mass.get(entry.table.unit, 0.0), value)
     top = max(mass.values(), default=0.0)
     return {unit: value / top for unit, value in mass.items()} if top > 0 else {}
 
