@@ -257,4 +257,9 @@ def abbreviates(short: str, word: str) -> bool:
 
 def derived(base: str, word: str) -> bool:
     """Whether ``word`` is ``base`` plus a derivational ending (pay -> payment, rent -> rental)."""
-    return len(base) >= 3 and word.startswith(base) and word[len(base):] in DERIVED_ENDINGS
+    if len(base) < 3 or not word.startswith(base):
+        return False
+    rest = word[len(base):]
+    if rest[:1] == base[-1] and base[-1] not in "aeiou":  # ship -> shipper, plan -> planned
+        rest = rest[1:]
+    return rest in DERIVED_ENDINGS

@@ -38,6 +38,7 @@ class Table:
     name_keys: frozenset[str]
     name_parts: frozenset[str]  # the words the name is made of (segments, not the run they came from)
     columns: dict[str, str] = field(default_factory=dict)  # column doc id -> column name
+    borrowed: frozenset[str] = frozenset()  # name words that are the names of tables it references
     copies: list[str] = field(default_factory=list)  # folded partitions / copies (doc ids)
 
 
@@ -52,6 +53,7 @@ class Lexicon:
     unit_keys: dict[int, frozenset[str]]  # unit -> keys of its schema names
     folded: dict[str, str]  # copy doc id -> the table it copies
     adjacent: dict[str, frozenset[str]]  # table id -> tables one foreign key away (either direction)
+    unit_df: dict[str, int] = field(default_factory=dict)  # schema-name key -> tables in schemas so named
     by_initial: dict[str, tuple[str, ...]] = field(default_factory=dict)  # first letter -> tokens
     forms: dict[str, tuple[tuple[str, float], ...]] = field(default_factory=dict)  # memo of forms.py
 
@@ -134,13 +136,23 @@ def build(index: Any) -> Lexicon:
         if a != b and a in tables and b in tables:
             neighbours.setdefault(a, set()).add(b)
             neighbours.setdefault(b, set()).add(a)
+    for table_id, others in neighbours.items():  # store_sales -> store, domain_author -> domain, author
+        table = tables[table_id]
+        lent = {part for other in others for part in tables[other].name_parts
+                if tables[other].name_parts == {part} and part in table.name_parts}
+        if lent and len(table.name_parts) > 1:
+            table.borrowed = frozenset(lent)
+    unit_df: dict[str, int] = {}
+    for unit, words in unit_keys.items():
+        for word in words:
+            unit_df[word] = unit_df.get(word, 0) + len(units[unit])
     initials: dict[str, list[str]] = {}
     for token in sorted(tokens):
         if token[:1].isalpha():
             initials.setdefault(token[0], []).append(token)
     return Lexicon(generation, tables, postings, {word: len(entry) for word, entry in postings.items()},
                    frozenset(tokens), units, unit_keys, folded,
-                   {table: frozenset(found) for table, found in neighbours.items()},
+                   {table: frozenset(found) for table, found in neighbours.items()}, unit_df,
                    {letter: tuple(found) for letter, found in initials.items()})
 
 

@@ -39,6 +39,10 @@ SMALL_UNIT = 8  # a unit this small is filled whole
 COLUMN_SHARE = 0.5
 NAME_BASE = 0.7  # a name match counts this much, plus the rest by the share of the name's words asked
 NEIGHBOUR = 0.8  # routing: a term answered by a table one join away counts this much
+BORROWED = 0.6  # a name word that is the whole name of a table it references (store_sales -> store)
+UNIT_LEAD = 0.3  # first ranks: the best unit's tables stay together ahead of a near-tie's
+ORDER_GAP = 0.05  # first ranks between consecutive tables of a unit's greedy order
+GREEDY = 6  # how many of a unit's tables are ordered by what they add to the ones before them
 POPULATED = 0.02  # first ranks: a table known to hold rows beats an empty one that ties with it
 
 
@@ -66,7 +70,7 @@ class Scored:
 # match columns everywhere, so they count at OPERATION of their rarity.
 OPERATION_WORDS = frozenset("""
 total number count counts average avg sum ratio proportion percentage top highest lowest most least maximum
-minimum max min ordered sorted descending ascending rank ranked list show return find give get display
+minimum max min descending ascending list show return find give get display
 unique distinct different greater less fewer larger smaller above below over under between before after
 overall combined respective respectively along including included whose having associated
 """.split())
@@ -78,7 +82,8 @@ ROUTE_WHERE = {1.0: 1.0, 0.7: 0.5}
 def idfs(terms: Sequence[Term], lexicon: Lexicon) -> list[float]:
     out = []
     for term in terms:
-        counts = [lexicon.df[k] for k in term.forms if k in lexicon.df]  # a term with common forms says less
+        counts = [lexicon.df.get(k, 0) + lexicon.unit_df.get(k, 0) for k in term.forms
+                  if k in lexicon.df or k in lexicon.unit_df]  # a term with common forms says less
         weight = lexicon.idf(sum(counts)) if counts else 0.0
         out.append(weight * (OPERATION if term.word in OPERATION_WORDS else 1.0))
     return out
@@ -94,6 +99,8 @@ def score_tables(terms: Sequence[Term], weights: list[float], lexicon: Lexicon,
         for form, weight in term.forms.items():
             for table_id, (where, column) in lexicon.postings.get(form, {}).items():
                 strength = weight * where
+                if where == WHERE_NAME and form in lexicon.tables[table_id].borrowed:
+                    strength *= BORROWED  # ``store_sales`` names the store; the ``store`` table is it
                 entry = scored.get(table_id)
                 if entry is None:
                     table = lexicon.tables[table_id]
@@ -152,12 +159,38 @@ def _neighbours(index: Any, ids: Sequence[str]) -> dict[str, set[str]]:
     return out
 
 
+def greedy(members: list[Scored], weights: list[float]) -> list[Scored]:
+    """The unit's tables in the order they add to what the ones before them already answer (marginal
+    idf-weighted strength, coverage breaking ties); their scores are set to keep that order."""
+    if len(members) < 2:
+        return members
+    covered = [0.0] * len(weights)
+    pool, order = list(members[: GREEDY * 2]), []
+    while pool and len(order) < GREEDY:
+        def gain(e: Scored) -> tuple[float, float]:
+            return (sum(w * max(0.0, s - c) for w, s, c in zip(weights, e.strengths, covered, strict=True)), e.score)
+        pick = max(pool, key=gain)
+        pool.remove(pick)
+        order.append(pick)
+        covered = [max(c, s) for c, s in zip(covered, pick.strengths, strict=True)]
+    top = members[0].score
+    for step, entry in enumerate(order):
+        entry.structure["order"] = (top - step * ORDER_GAP) - (entry.score - entry.structure.get("order", 0.0))
+    floor = top - len(order) * ORDER_GAP
+    rest = [e for e in members if e not in order]
+    for entry in rest:
+        if entry.score > floor:
+            entry.structure["order"] = floor - entry.score
+    return order + rest
+
+
 def structure(index: Any, lexicon: Lexicon, scored: dict[str, Scored], shares: dict[int, float],
-              connection: str | None, n_terms: int) -> None:
+              connection: str | None, n_terms: int, weights: list[float]) -> None:
     """Bridges between the best tables of each routed unit, then the unit's fill."""
     routed = [unit for unit, share in sorted(shares.items(), key=lambda kv: -kv[1]) if share >= ROUTED_SHARE]
     for unit in routed:
         members = sorted((e for e in scored.values() if e.table.unit == unit), key=lambda e: (-e.score, e.table.doc_id))
+        members = greedy(members, weights)
         best = members[:BEST_TABLES]
         if not best:
             continue
@@ -234,7 +267,11 @@ def apply(index: Any, lexicon: Lexicon, found: dict[str, Candidate], terms: Sequ
     shares = route(terms, weights, lexicon, scored)
     for entry in scored.values():
         entry.route = ROUTE * shares.get(entry.table.unit, 0.0) ** ROUTE_POWER
-    structure(index, lexicon, scored, shares, connection, len(terms))
+    lead = max(shares, key=lambda unit: (shares[unit], -unit)) if shares else None
+    for entry in scored.values():
+        if entry.table.unit == lead:
+            entry.structure["lead"] = UNIT_LEAD
+    structure(index, lexicon, scored, shares, connection, len(terms), weights)
     for entry in scored.values():
         if entry.table.rows:
             entry.structure["populated"] = POPULATED

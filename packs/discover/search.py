@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -15,13 +16,14 @@ from packs.discover.refs import matched_on, public_id, raw_fields, snippet_of, s
 from packs.discover.text import matched_terms, query_terms
 
 WIKI_KINDS = ("wiki",)
+SORTING = re.compile(r"\b(?:order(?:ed)?|sort(?:ed)?|group(?:ed)?|rank(?:ed)?)\s+(?:them\s+|it\s+)?by\b", re.I)
 SL_KINDS = ("sl_source", "sl_measure", "sl_dimension")
 
 
 def rank_candidates(index: Any, query: str, *, connection: str | None, user: str, include_recaps: bool,
                     depth: int, today: dt.date) -> tuple[list[Candidate], int, list[str], list[Term]]:
     """Every candidate, best first, with the number of engines that answered, the query terms and their forms."""
-    terms = query_terms(query)
+    terms = query_terms(SORTING.sub(" ", query))
     catalog = lexicon.of(index)
     expanded = forms.expand(query, terms, catalog)
     found, engines = rank.gather(index, " ".join(forms.surfaces(expanded)), connection=connection, depth=depth)
