@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from khive.hookspecs import EdgeRule
 from khive.index import search as search_mod
@@ -326,11 +327,12 @@ class RetrievalIndex:
             return self.db.execute(f"SELECT id, connection, title{picked} FROM docs WHERE kind IN "
                                    f"({', '.join('?' * len(kinds))}) ORDER BY rowid", tuple(kinds)).fetchall()
 
-    def relation_pairs(self, relation: str) -> list[tuple[str, str]]:
-        """Every (source id, target id) edge of ``relation`` (one query, no refresh)."""
+    def relation_pairs(self, relation: str) -> list[tuple[str, str, dict[str, Any]]]:
+        """Every (source id, target id, edge metadata) edge of ``relation`` (one query, no refresh)."""
         with self._lock:
-            return [(str(r[0]), str(r[1])) for r in self.db.execute(
-                "SELECT source_id, target_id FROM edges WHERE relation = ?", (relation,))]
+            rows = self.db.execute("SELECT source_id, target_id, metadata FROM edges WHERE relation = ?",
+                                   (relation,)).fetchall()
+        return [(str(r[0]), str(r[1]), orjson.loads(r[2]) if r[2] and r[2] != "{}" else {}) for r in rows]
 
     def covered_terms(self, terms: Sequence[str], *, kinds: Sequence[str] | None = None,
                       connection: str | None = None) -> set[str]:

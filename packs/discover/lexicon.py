@@ -131,9 +131,9 @@ def build(index: Any) -> Lexicon:
     pairs = index.relation_pairs("fk")
     units, unit_keys = _units(pairs, tables)
     neighbours: dict[str, set[str]] = {}
-    for source, target in pairs:
+    for source, target, _meta in pairs:
         a, b = folded.get(source, source), folded.get(target, target)
-        if a != b and a in tables and b in tables:
+        if a != b and a in tables and b in tables and tables[a].unit == tables[b].unit:
             neighbours.setdefault(a, set()).add(b)
             neighbours.setdefault(b, set()).add(a)
     for table_id, others in neighbours.items():  # store_sales -> store, domain_author -> domain, author
@@ -175,8 +175,9 @@ def _fold_copies(tables: dict[str, Table], declared: dict[str, Any]) -> dict[str
     return folded
 
 
-def _units(pairs: list[tuple[str, str]], tables: dict[str, Table]) -> tuple[dict[int, list[str]], dict[int, frozenset[str]]]:
-    """Schemas joined by a foreign key share a unit (union-find over the cross-schema fk edges)."""
+def _units(pairs: list[tuple[str, str, dict[str, Any]]], tables: dict[str, Table]) -> tuple[dict[int, list[str]], dict[int, frozenset[str]]]:
+    """Schemas joined by a declared foreign key share a unit (union-find over the cross-schema fk edges);
+    an inferred relationship (a name match) is no evidence that two schemas are one database."""
     schema_of = {t.doc_id: (t.connection, t.db) for t in tables.values()}
     parent: dict[tuple[str | None, str], tuple[str | None, str]] = {s: s for s in schema_of.values()}
 
@@ -186,9 +187,9 @@ def _units(pairs: list[tuple[str, str]], tables: dict[str, Table]) -> tuple[dict
             s = parent[s]
         return s
 
-    for source, target in pairs:
+    for source, target, meta in pairs:
         a, b = schema_of.get(source), schema_of.get(target)
-        if a is not None and b is not None and a != b:
+        if a is not None and b is not None and a != b and not meta.get("inferred"):  # declared keys only
             ra, rb = find(a), find(b)
             if ra != rb:
                 parent[max(ra, rb, key=str)] = min(ra, rb, key=str)

@@ -42,7 +42,8 @@ NEIGHBOUR = 0.8  # routing: a term answered by a table one join away counts this
 BORROWED = 0.6  # a name word that is the whole name of a table it references (store_sales -> store)
 UNIT_LEAD = 0.3  # first ranks: the best unit's tables stay together ahead of a near-tie's
 ORDER_GAP = 0.05  # first ranks between consecutive tables of a unit's greedy order
-GREEDY = 6  # how many of a unit's tables are ordered by what they add to the ones before them
+POOL = 60  # the most of a unit's tables the greedy order looks at
+GREEDY = 4  # how many of a unit's tables are ordered by what they add to the ones before them
 POPULATED = 0.02  # first ranks: a table known to hold rows beats an empty one that ties with it
 
 
@@ -165,7 +166,7 @@ def greedy(members: list[Scored], weights: list[float]) -> list[Scored]:
     if len(members) < 2:
         return members
     covered = [0.0] * len(weights)
-    pool, order = list(members[: GREEDY * 2]), []
+    pool, order = list(members[:POOL]), []
     while pool and len(order) < GREEDY:
         def gain(e: Scored) -> tuple[float, float]:
             return (sum(w * max(0.0, s - c) for w, s, c in zip(weights, e.strengths, covered, strict=True)), e.score)
