@@ -30,7 +30,7 @@ from packs.discover.rank import Candidate, candidate_from_row, first_rank
 
 COVER = 2.0  # first ranks for a table covering every term of the query by its name
 ROUTE = 1.5  # first ranks for the tables of the best unit
-ROUTE_POWER = 4.0  # a unit with 90% of the best coverage gets 0.66 of ROUTE, with 50% 0.06
+ROUTE_POWER = 2.0  # a unit with 90% of the best evidence gets 0.81 of ROUTE, with 50% 0.25
 ROUTED_SHARE = 0.75  # units this close to the best get the structure rules too
 BEST_TABLES = 4  # bridges join two of these; fill starts from them
 BRIDGE = 0.999  # a bridge lands just below the weaker table it joins
@@ -38,7 +38,7 @@ FILL = 0.25  # a filled table's coverage: this share of the table it joins
 SMALL_UNIT = 8  # a unit this small is filled whole
 COLUMN_SHARE = 0.5
 NAME_BASE = 0.7  # a name match counts this much, plus the rest by the share of the name's words asked
-NEIGHBOUR = 0.8  # routing: a term answered by a table one join away counts this much
+NEIGHBOUR = 0.45  # routing: a term answered by a table one join away counts this much
 BORROWED = 0.6  # a name word that is the whole name of a table it references (store_sales -> store)
 UNIT_LEAD = 0.3  # first ranks: the best unit's tables stay together ahead of a near-tie's
 ORDER_GAP = 0.05  # first ranks between consecutive tables of a unit's greedy order
@@ -71,7 +71,7 @@ class Scored:
 # match columns everywhere, so they count at OPERATION of their rarity.
 OPERATION_WORDS = frozenset("""
 total number count counts average avg sum ratio proportion percentage top highest lowest most least maximum
-minimum max min descending ascending list show return find give get display
+minimum max min descending ascending ordered sorted alphabetically list show return find give get display
 unique distinct different greater less fewer larger smaller above below over under between before after
 overall combined respective respectively along including included whose having associated
 """.split())
