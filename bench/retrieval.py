@@ -284,25 +284,34 @@ def defog_warehouse(dbs: tuple[str, ...]) -> Iterator[str]:
         yield dsn
 
 
-def defog(dbs: tuple[str, ...], misses: bool) -> dict[str, Any]:
+def evaluate(dsn: str, dbs: tuple[str, ...], limit: int = 50) -> dict[str, Any]:
+    """Scan the loaded defog warehouse in a fresh project and rank every question (``limit`` refs each)."""
     cases = defog_questions(dbs)
     tables = {f"{db}.{table}": [table, *(c["column_name"] for c in columns),
                                 *(c.get("column_description") or "" for c in columns)]
               for db in dbs for table, columns in defog_metadata(db).items()}
     baseline = Baseline(tables)
-    plain = score([baseline.rank(c["question"]) for c in cases], cases)
-    out: dict[str, Any] = {"questions": len(cases), "databases": len(dbs)}
-    with defog_warehouse(dbs) as dsn, tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp:
         root = new_project(Path(tmp), "  defog:\n    driver: postgres\n    url: env:DEFOG_URL\n")
+        ranked, scan_s, p50 = ask_all(root, {"DEFOG_URL": dsn}, "defog", [c["question"] for c in cases],
+                                      limit=limit, scope="defog")
+    return {"questions": len(cases), "ours": score(ranked, cases),
+            "baseline_fts_descriptions": score([baseline.rank(c["question"]) for c in cases], cases),
+            "search_p50_ms": round(p50 * 1000, 2), "scan_s": round(scan_s, 2),
+            "misses": [{"q": c["question"], "gold": sorted(c["gold"][0]), "top": r[:5]}
+                       for r, c in zip(ranked, cases, strict=True) if not c["gold"][0] <= set(r[:3])]}
+
+
+def defog(dbs: tuple[str, ...], misses: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"databases": len(dbs)}
+    with defog_warehouse(dbs) as dsn:
         for form, limit in (("legacy", 50), ("strict", 10)):
-            ranked, scan_s, p50 = ask_all(root, {"DEFOG_URL": dsn}, "defog", [c["question"] for c in cases],
-                                          limit=limit, scope="defog")
-            out[form] = {"ours": score(ranked, cases), "search_p50_ms": round(p50 * 1000, 2)}
+            figures = evaluate(dsn, dbs, limit)
+            out["questions"] = figures["questions"]
+            out["bm25_descriptions"] = figures["baseline_fts_descriptions"]
+            out[form] = {"ours": figures["ours"], "search_p50_ms": figures["search_p50_ms"]}
             if misses and form == "legacy":
-                out["misses"] = [{"q": c["question"], "gold": sorted(c["gold"][0]), "top": r[:5]}
-                                 for r, c in zip(ranked, cases, strict=True) if not c["gold"][0] <= set(r[:3])]
-        out["scan_s"] = round(scan_s, 2)
-    out["bm25_descriptions"] = plain
+                out["misses"] = figures["misses"]
     return out
 
 
