@@ -20,10 +20,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from khive.index.morph import identifier_words, key, segment, split_identifier
 from packs.discover.text import STOPWORDS, split_words
 
 WHERE_NAME, WHERE_COLUMN, WHERE_TABLE_NOTE, WHERE_COLUMN_NOTE = 1.0, 0.7, 0.55, 0.45
+BORROWED = 0.6  # a name word that is the whole name of a table it references (store_sales -> store)
+# Where a word matched, as routing evidence: a table named after it says far more than a column.
+ROUTE_WHERE = {WHERE_NAME: 1.0, WHERE_COLUMN: 0.5}
+ROUTE_OTHER = 0.7  # anything else (comments, borrowed names) counts this share of its strength
 _COPY_SUFFIX = re.compile(r"_(?=[a-z_]*\d)[a-z0-9_]+\Z|_(old|bak|backup|copy|tmp|temp)\Z", re.I)
 
 
@@ -42,11 +48,21 @@ class Table:
     copies: list[str] = field(default_factory=list)  # folded partitions / copies (doc ids)
 
 
+@dataclass(frozen=True)
+class Posting:
+    """The tables holding one key, as arrays over table numbers (``Lexicon.table_ids``)."""
+
+    tables: np.ndarray[Any, Any]  # int32 table numbers
+    where: np.ndarray[Any, Any]  # float32: how strongly (name 1.0, column, comment; borrowed names lowered)
+    evidence: np.ndarray[Any, Any]  # float32: the same as routing evidence
+    columns: np.ndarray[Any, Any]  # int32 column numbers (``Lexicon.column_ids``), -1 for none
+
+
 @dataclass
 class Lexicon:
     generation: int
     tables: dict[str, Table]
-    postings: dict[str, dict[str, tuple[float, str | None]]]  # key -> table id -> (where, column id)
+    postings: dict[str, Posting]
     df: dict[str, int]
     tokens: frozenset[str]  # raw identifier tokens (for abbreviation and derived-form matching)
     units: dict[int, list[str]]  # unit -> table ids
@@ -54,6 +70,11 @@ class Lexicon:
     folded: dict[str, str]  # copy doc id -> the table it copies
     adjacent: dict[str, frozenset[str]]  # table id -> tables one foreign key away (either direction)
     unit_df: dict[str, int] = field(default_factory=dict)  # schema-name key -> tables in schemas so named
+    table_ids: list[str] = field(default_factory=list)
+    column_ids: list[str] = field(default_factory=list)
+    name_part_tables: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)  # key -> tables named with it
+    part_counts: np.ndarray[Any, Any] = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    connection_of: np.ndarray[Any, Any] = field(default_factory=lambda: np.zeros(0, dtype=object))
     by_initial: dict[str, tuple[str, ...]] = field(default_factory=dict)  # first letter -> tokens
     forms: dict[str, tuple[tuple[str, float], ...]] = field(default_factory=dict)  # memo of forms.py
 
@@ -146,14 +167,38 @@ def build(index: Any) -> Lexicon:
     for unit, words in unit_keys.items():
         for word in words:
             unit_df[word] = unit_df.get(word, 0) + len(units[unit])
+    table_ids = list(tables)
+    numbers = {table_id: n for n, table_id in enumerate(table_ids)}
+    column_ids = [column for table in tables.values() for column in table.columns]
+    column_numbers = {column: n for n, column in enumerate(column_ids)}
+    arrays: dict[str, Posting] = {}
+    for word, entry in postings.items():
+        wheres = [where * (BORROWED if where == WHERE_NAME and word in tables[t].borrowed else 1.0)
+                  for t, (where, _column) in entry.items()]
+        arrays[word] = Posting(
+            np.fromiter((numbers[t] for t in entry), dtype=np.int32, count=len(entry)),
+            np.asarray(wheres, dtype=np.float32),
+            np.asarray([w * ROUTE_WHERE.get(w, ROUTE_OTHER) if w != WHERE_NAME else 1.0 for w in wheres],
+                       dtype=np.float32),
+            np.fromiter((column_numbers[c] if c else -1 for _w, c in entry.values()), dtype=np.int32,
+                        count=len(entry)))
+    part_tables: dict[str, list[int]] = {}
+    for table_id, table in tables.items():
+        for part in table.name_parts:
+            part_tables.setdefault(part, []).append(numbers[table_id])
     initials: dict[str, list[str]] = {}
     for token in sorted(tokens):
         if token[:1].isalpha():
             initials.setdefault(token[0], []).append(token)
-    return Lexicon(generation, tables, postings, {word: len(entry) for word, entry in postings.items()},
-                   frozenset(tokens), units, unit_keys, folded,
-                   {table: frozenset(found) for table, found in neighbours.items()}, unit_df,
-                   {letter: tuple(found) for letter, found in initials.items()})
+    return Lexicon(
+        generation=generation, tables=tables, postings=arrays, df={w: len(e) for w, e in postings.items()},
+        tokens=frozenset(tokens), units=units, unit_keys=unit_keys, folded=folded,
+        adjacent={table: frozenset(found) for table, found in neighbours.items()}, unit_df=unit_df,
+        table_ids=table_ids, column_ids=column_ids,
+        name_part_tables={part: np.asarray(found, dtype=np.int32) for part, found in part_tables.items()},
+        part_counts=np.asarray([len(t.name_parts) for t in tables.values()], dtype=np.float32),
+        connection_of=np.asarray([t.connection for t in tables.values()], dtype=object),
+        by_initial={letter: tuple(found) for letter, found in initials.items()})
 
 
 def _fold_copies(tables: dict[str, Table], declared: dict[str, Any]) -> dict[str, str]:

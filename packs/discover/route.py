@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from packs.discover.forms import SYNONYM, Term
 from packs.discover.lexicon import WHERE_NAME, Lexicon, Table
 from packs.discover.rank import Candidate, candidate_from_row, first_rank
@@ -39,10 +41,11 @@ SMALL_UNIT = 8  # a unit this small is filled whole
 COLUMN_SHARE = 0.5
 NAME_BASE = 0.7  # a name match counts this much, plus the rest by the share of the name's words asked
 NEIGHBOUR = 0.45  # routing: a term answered by a table one join away counts this much
-BORROWED = 0.6  # a name word that is the whole name of a table it references (store_sales -> store)
 UNIT_LEAD = 0.3  # first ranks: the best unit's tables stay together ahead of a near-tie's
 ORDER_GAP = 0.05  # first ranks between consecutive tables of a unit's greedy order
 POOL = 60  # the most of a unit's tables the greedy order looks at
+KEEP = 400  # tables scored past the lexical step (the rest cannot reach a result list)
+MAX_ROUTED = 3  # at most this many units get the structure rules
 GREEDY = 4  # how many of a unit's tables are ordered by what they add to the ones before them
 POPULATED = 0.02  # first ranks: a table known to hold rows beats an empty one that ties with it
 
@@ -76,8 +79,6 @@ unique distinct different greater less fewer larger smaller above below over und
 overall combined respective respectively along including included whose having associated
 """.split())
 OPERATION = 0.3
-# Where a term matched, as routing evidence: a table named after it says far more than a column.
-ROUTE_WHERE = {1.0: 1.0, 0.7: 0.5}
 
 
 def idfs(terms: Sequence[Term], lexicon: Lexicon) -> list[float]:
@@ -92,38 +93,48 @@ def idfs(terms: Sequence[Term], lexicon: Lexicon) -> list[float]:
 
 def score_tables(terms: Sequence[Term], weights: list[float], lexicon: Lexicon,
                  connection: str | None) -> dict[str, Scored]:
-    scored: dict[str, Scored] = {}
-    total = sum(weights) or 1.0
+    """The KEEP best-covering tables, scored over arrays of every table (thousands of tables may match)."""
+    n_tables = len(lexicon.table_ids)
+    strengths = np.zeros((len(terms), n_tables), dtype=np.float32)
+    evidence = np.zeros_like(strengths)
+    columns = np.full(strengths.shape, -1, dtype=np.int32)
     for i, term in enumerate(terms):
         if not weights[i]:
             continue
         for form, weight in term.forms.items():
-            for table_id, (where, column) in lexicon.postings.get(form, {}).items():
-                strength = weight * where
-                if where == WHERE_NAME and form in lexicon.tables[table_id].borrowed:
-                    strength *= BORROWED  # ``store_sales`` names the store; the ``store`` table is it
-                entry = scored.get(table_id)
-                if entry is None:
-                    table = lexicon.tables[table_id]
-                    if connection is not None and table.connection != connection:
-                        continue
-                    entry = scored[table_id] = Scored(table, [0.0] * len(terms), [None] * len(terms),
-                                                      [0.0] * len(terms))
-                if strength > entry.strengths[i]:
-                    entry.strengths[i] = strength
-                    entry.columns[i] = column
-                # as routing evidence a form counts squared: a synonym of a table's name is a hint, not a name
-                entry.evidence[i] = max(entry.evidence[i], weight * weight * ROUTE_WHERE.get(where, where * 0.7))
-    asked = {form for term in terms for form in term.forms}
-    for entry in scored.values():
-        parts = entry.table.name_parts
-        share = len(parts & asked) / len(parts)
-        scale = NAME_BASE + (1.0 - NAME_BASE) * share  # "business" names ``business`` more than ``businessentity``
-        for i, strength in enumerate(entry.strengths):
-            if strength >= WHERE_NAME * SYNONYM and entry.columns[i] is None:
-                entry.strengths[i] = strength * scale
-                entry.evidence[i] = entry.evidence[i] * scale
-        entry.coverage = COVER * sum(w * s for w, s in zip(weights, entry.strengths, strict=True)) / total
+            posting = lexicon.postings.get(form)
+            if posting is None:
+                continue
+            found = weight * posting.where
+            better = found > strengths[i, posting.tables]
+            if better.any():
+                strengths[i, posting.tables[better]] = found[better]
+                columns[i, posting.tables[better]] = posting.columns[better]
+            # as routing evidence a form counts squared: a synonym of a name is a hint, not a name
+            np.maximum.at(evidence[i], posting.tables, weight * weight * posting.evidence)
+    named = np.zeros(n_tables, dtype=np.float32)
+    for form in {form for term in terms for form in term.forms}:
+        holders = lexicon.name_part_tables.get(form)
+        if holders is not None:
+            named[holders] += 1.0
+    scale = NAME_BASE + (1.0 - NAME_BASE) * named / np.maximum(lexicon.part_counts, 1.0)  # business > businessentity
+    by_name = (strengths >= WHERE_NAME * SYNONYM) & (columns < 0)
+    strengths = np.where(by_name, strengths * scale, strengths)
+    evidence = np.where(by_name, evidence * scale, evidence)
+    total = sum(weights) or 1.0
+    coverage = COVER * (np.asarray(weights, dtype=np.float32) @ strengths) / total
+    if connection is not None:
+        coverage[lexicon.connection_of != connection] = 0.0
+    touched = np.flatnonzero(coverage > 0)
+    if len(touched) > KEEP:
+        touched = touched[np.argpartition(-coverage[touched], KEEP)[:KEEP]]
+    scored = {}
+    for number in touched.tolist():
+        table_id = lexicon.table_ids[number]
+        scored[table_id] = Scored(
+            lexicon.tables[table_id], strengths[:, number].tolist(),
+            [lexicon.column_ids[c] if c >= 0 else None for c in columns[:, number].tolist()],
+            evidence[:, number].tolist(), float(coverage[number]))
     return scored
 
 
@@ -171,14 +182,15 @@ def greedy(members: list[Scored], weights: list[float]) -> list[Scored]:
         def gain(e: Scored) -> tuple[float, float]:
             return (sum(w * max(0.0, s - c) for w, s, c in zip(weights, e.strengths, covered, strict=True)), e.score)
         pick = max(pool, key=gain)
-        pool.remove(pick)
+        pool = [e for e in pool if e is not pick]
         order.append(pick)
         covered = [max(c, s) for c, s in zip(covered, pick.strengths, strict=True)]
     top = members[0].score
     for step, entry in enumerate(order):
         entry.structure["order"] = (top - step * ORDER_GAP) - (entry.score - entry.structure.get("order", 0.0))
     floor = top - len(order) * ORDER_GAP
-    rest = [e for e in members if e not in order]
+    chosen = {id(e) for e in order}
+    rest = [e for e in members if id(e) not in chosen]
     for entry in rest:
         if entry.score > floor:
             entry.structure["order"] = floor - entry.score
@@ -188,7 +200,8 @@ def greedy(members: list[Scored], weights: list[float]) -> list[Scored]:
 def structure(index: Any, lexicon: Lexicon, scored: dict[str, Scored], shares: dict[int, float],
               connection: str | None, n_terms: int, weights: list[float]) -> None:
     """Bridges between the best tables of each routed unit, then the unit's fill."""
-    routed = [unit for unit, share in sorted(shares.items(), key=lambda kv: -kv[1]) if share >= ROUTED_SHARE]
+    routed = [unit for unit, share in sorted(shares.items(), key=lambda kv: (-kv[1], kv[0]))
+              if share >= ROUTED_SHARE][:MAX_ROUTED]
     for unit in routed:
         members = sorted((e for e in scored.values() if e.table.unit == unit), key=lambda e: (-e.score, e.table.doc_id))
         members = greedy(members, weights)
