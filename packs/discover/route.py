@@ -44,7 +44,7 @@ NEIGHBOUR = 0.45  # routing: a term answered by a table one join away counts thi
 UNIT_LEAD = 0.3  # first ranks: the best unit's tables stay together ahead of a near-tie's
 ORDER_GAP = 0.05  # first ranks between consecutive tables of a unit's greedy order
 POOL = 60  # the most of a unit's tables the greedy order looks at
-KEEP = 400  # tables scored past the lexical step (the rest cannot reach a result list)
+KEEP = 150  # tables scored past the lexical step (the rest cannot reach a result list)
 MAX_ROUTED = 3  # at most this many units get the structure rules
 GREEDY = 4  # how many of a unit's tables are ordered by what they add to the ones before them
 POPULATED = 0.02  # first ranks: a table known to hold rows beats an empty one that ties with it
@@ -182,6 +182,8 @@ def greedy(members: list[Scored], weights: list[float]) -> list[Scored]:
         def gain(e: Scored) -> tuple[float, float]:
             return (sum(w * max(0.0, s - c) for w, s, c in zip(weights, e.strengths, covered, strict=True)), e.score)
         pick = max(pool, key=gain)
+        if order and gain(pick)[0] <= 0:  # nothing left to add: the rest keep their coverage order
+            break
         pool = [e for e in pool if e is not pick]
         order.append(pick)
         covered = [max(c, s) for c, s in zip(covered, pick.strengths, strict=True)]
@@ -222,7 +224,7 @@ def structure(index: Any, lexicon: Lexicon, scored: dict[str, Scored], shares: d
                 continue
             a, b = max(pairs, key=lambda p: (min(scored[p[0]].score, scored[p[1]].score), p))
             entry = _entry(lexicon, scored, other, n_terms, connection, shares)
-            if entry is None:
+            if entry is None or "order" in entry.structure:  # placed by the greedy order already
                 continue
             floor = min(scored[a].score, scored[b].score) * BRIDGE
             if entry.score < floor:
@@ -239,7 +241,7 @@ def structure(index: Any, lexicon: Lexicon, scored: dict[str, Scored], shares: d
                 continue
             share = FILL if rank_ < len(fill) else FILL / 2
             lift = anchor.coverage * share - entry.coverage
-            if lift > 0 and "bridge" not in entry.structure:
+            if lift > 0 and "bridge" not in entry.structure and "order" not in entry.structure:
                 entry.structure["fill"] = lift
                 if not any(entry.strengths):
                     entry.reached = "fill"
