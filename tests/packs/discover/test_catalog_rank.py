@@ -123,3 +123,50 @@ async def test_scoping_to_a_connection_keeps_the_unscoped_order_of_its_refs(pool
         everything = [ref["docId"] for ref in await tables(pooled, query, limit=50) if ref["connectionId"] == "crm"]
         scoped = [ref["docId"] for ref in await tables(pooled, query, connection='"crm"', limit=50)]
         assert scoped == everything and scoped
+
+
+INHERITED_DDL = """
+CREATE TABLE customer (customer_id INTEGER PRIMARY KEY, email TEXT);
+CREATE TABLE payment (payment_id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customer, amount NUMERIC,
+                      payment_date TIMESTAMP);
+CREATE TABLE payment_p2007_01 (CHECK (payment_date < '2007-02-01')) INHERITS (payment);
+CREATE TABLE payment_p2007_02 (CHECK (payment_date >= '2007-02-01')) INHERITS (payment);
+INSERT INTO payment_p2007_01 SELECT i, NULL, 1.5, '2007-01-05' FROM generate_series(1, 40) i;
+INSERT INTO payment_p2007_02 SELECT i, NULL, 2.5, '2007-02-05' FROM generate_series(41, 70) i;
+ANALYZE;
+"""
+
+
+@pytest.mark.postgres
+async def test_postgres_inheritance_children_fold_into_the_parent(tmp_path: Path, pg_database: str) -> None:
+    import psycopg
+
+    from khive.bootstrap import open_runtime
+    from khive.context import CLI, Context
+    from khive.dispatch import dispatch
+    from khive.dsl import parse
+
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        conn.execute(INHERITED_DDL)
+    root = tmp_path / "pg"
+    init_project(root, "ann")
+    config = root / "khive.yaml"
+    config.write_text(config.read_text().replace(
+        "connections: {}", "connections:\n  rentals:\n    driver: postgres\n    url: env:RENTALS_URL\n"))
+    runtime = open_runtime(root, {"KHIVE_PACKS": "core,scan,discover", "RENTALS_URL": pg_database})
+    try:
+        ctx = Context(runtime, "operator:ann", CLI, presentation="verbose")
+
+        async def call(text: str) -> dict[str, Any]:
+            (result,) = (await dispatch(parse(text), ctx))["results"]
+            assert result["ok"], result
+            return dict(result["result"])
+
+        await call('scan.run(connection="rentals")')
+        tables = (await call('scan.tables(connection="rentals")'))
+        names = {table["name"]: table for table in tables["tables"]}
+        assert set(names) == {"customer", "payment"} and names["payment"]["estimatedRows"] == 70
+        refs = (await call('discover.search(query="payments in february", kinds=["table"])'))["refs"]
+        assert refs[0]["id"] == "public.payment" and len(refs) == 2
+    finally:
+        await runtime.aclose()
