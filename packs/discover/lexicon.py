@@ -29,6 +29,7 @@ WHERE_NAME, WHERE_COLUMN, WHERE_TABLE_NOTE, WHERE_COLUMN_NOTE = 1.0, 0.7, 0.55, 
 BORROWED = 0.6  # a name word that is the whole name of a table it references (store_sales -> store)
 # Where a word matched, as routing evidence: a table named after it says far more than a column.
 ROUTE_WHERE = {WHERE_NAME: 1.0, WHERE_COLUMN: 0.5}
+STRONG_INFERRED = 0.95  # an inferred key this sure links schemas like a declared one
 ROUTE_OTHER = 0.7  # anything else (comments, borrowed names) counts this share of its strength
 _COPY_SUFFIX = re.compile(r"_(?=[a-z_]*\d)[a-z0-9_]+\Z|_(old|bak|backup|copy|tmp|temp)\Z", re.I)
 
@@ -150,7 +151,7 @@ def build(index: Any) -> Lexicon:
         if notes[table.doc_id]:
             post(note_keys(notes[table.doc_id]), table.doc_id, WHERE_TABLE_NOTE, None)
     pairs = index.relation_pairs("fk")
-    units, unit_keys = _units(pairs, tables)
+    units, unit_keys = _units(pairs, tables, folded)
     neighbours: dict[str, set[str]] = {}
     for source, target, _meta in pairs:
         a, b = folded.get(source, source), folded.get(target, target)
@@ -220,9 +221,11 @@ def _fold_copies(tables: dict[str, Table], declared: dict[str, Any]) -> dict[str
     return folded
 
 
-def _units(pairs: list[tuple[str, str, dict[str, Any]]], tables: dict[str, Table]) -> tuple[dict[int, list[str]], dict[int, frozenset[str]]]:
-    """Schemas joined by a declared foreign key share a unit (union-find over the cross-schema fk edges);
-    an inferred relationship (a name match) is no evidence that two schemas are one database."""
+def _units(pairs: list[tuple[str, str, dict[str, Any]]], tables: dict[str, Table], folded: dict[str, str]) -> tuple[dict[int, list[str]], dict[int, frozenset[str]]]:
+    """Schemas joined by a foreign key share a unit (union-find over the cross-schema fk edges): a declared
+    key, or an inferred one the scan is sure of (``order_id`` -> ``orders.id``, confidence >= STRONG_INFERRED).
+    A weaker guess across schemas (``cid`` -> some ``conference``) is no evidence that two schemas are one
+    database: pooled databases are full of such coincidences."""
     schema_of = {t.doc_id: (t.connection, t.db) for t in tables.values()}
     parent: dict[tuple[str | None, str], tuple[str | None, str]] = {s: s for s in schema_of.values()}
 
@@ -234,7 +237,8 @@ def _units(pairs: list[tuple[str, str, dict[str, Any]]], tables: dict[str, Table
 
     for source, target, meta in pairs:
         a, b = schema_of.get(source), schema_of.get(target)
-        if a is not None and b is not None and a != b and not meta.get("inferred"):  # declared keys only
+        strong = not meta.get("inferred") or float(meta.get("confidence") or 0.0) >= STRONG_INFERRED
+        if a is not None and b is not None and a != b and strong and source not in folded:
             ra, rb = find(a), find(b)
             if ra != rb:
                 parent[max(ra, rb, key=str)] = min(ra, rb, key=str)

@@ -27,7 +27,7 @@ BONUS_CAP = 4.0
 BRIDGE = 0.999  # a bridge lands just below the weaker table it joins
 BRIDGE_TOP = 4
 NAMED = 0.5
-TIER_PRIOR = {"high": 0.15, "mid": 0.07, "low": 0.0, "unused": -0.1}
+TIER_PRIOR = {"high": 0.2, "mid": 0.1, "low": 0.0, "unused": -0.1}  # first ranks: history reorders near ties
 CURATED_PRIOR = 0.05
 HUB_RELATIONS = ("refs", "fk", "sl_refs", "sl_table", "related_to", "supports")
 HUB_FREE_DEGREE = 3  # this many incoming links cost nothing
@@ -158,7 +158,7 @@ def apply_priors(index: Any, found: dict[str, Candidate]) -> None:
         reference = max(candidate.base, first_rank() * 0.5)
         tier = meta.get("frequencyTier")
         if TIER_PRIOR.get(tier):
-            candidate.add_bonus("usage", TIER_PRIOR[tier] * reference)
+            candidate.bonuses["usage"] = round(TIER_PRIOR[tier] * first_rank(), 6)
         if candidate.index_kind in ("sl_source", "sl_measure", "sl_dimension") and meta.get("description"):
             candidate.add_bonus("curated", CURATED_PRIOR * reference)
         degree = degrees.get(candidate.doc_id, 0)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from khive import budget
-from packs.discover import forms, lexicon, rank, relations, route
+from packs.discover import balance, forms, lexicon, rank, relations, route
 from packs.discover.forms import Term
 from packs.discover.rank import Candidate
 from packs.discover.refs import matched_on, public_id, raw_fields, snippet_of, summary_of
@@ -29,6 +29,7 @@ def rank_candidates(index: Any, query: str, *, connection: str | None, user: str
     found, engines = rank.gather(index, " ".join(forms.surfaces(expanded)), connection=connection, depth=depth)
     relations.apply(index, found, query=query, user=user, include_recaps=include_recaps, today=today)
     route.apply(index, catalog, found, expanded, connection=connection, depth=depth)
+    balance.apply(index, catalog, found, expanded)
     rank.lift_named(found, terms)
     rank.apply_priors(index, found)
     rank.lift_bridges(index, found, kind="sl_source", relations=("join",))
