@@ -38,6 +38,7 @@ BEST_TABLES = 4  # bridges join two of these; fill starts from them
 BRIDGE = 0.999  # a bridge lands just below the weaker table it joins
 FILL = 0.25  # a filled table's coverage: this share of the table it joins
 SMALL_UNIT = 8  # a unit this small is filled whole
+FILL_FROM = 2  # the fill joins the best this many tables of the unit
 COLUMN_SHARE = 0.5
 NAME_BASE = 0.7  # a name match counts this much, plus the rest by the share of the name's words asked
 NEIGHBOUR = 0.45  # routing: a term answered by a table one join away counts this much
@@ -232,7 +233,7 @@ def structure(index: Any, lexicon: Lexicon, scored: dict[str, Scored], shares: d
                 entry.flags.append(f"bridge:{_public(a)},{_public(b)}")
                 entry.reached = entry.reached or ("bridge" if not any(entry.strengths) else None)
         anchor = best[0]
-        fill = {other for owner in ids[:2] for other in links.get(owner, set())}
+        fill = {other for owner in ids[:FILL_FROM] for other in links.get(owner, set())}
         unit_tables = lexicon.units.get(unit, [])
         small = [t for t in unit_tables if t not in lexicon.folded] if len(unit_tables) <= SMALL_UNIT else []
         for rank_, other in enumerate([*sorted(fill), *sorted(set(small) - fill)]):
