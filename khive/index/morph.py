@@ -25,7 +25,7 @@ _CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _SEPARATOR_RE = re.compile(r"[^A-Za-z0-9]+")
 SEGMENT_MIN = 7  # shorter runs are left whole: ``orders`` must not become "or ders"
 PART_MIN = 2  # every segment has at least this many letters
-COMMON_RANK = 4000
+COMMON_RANK = 4000  # a token this frequent is a word of its own, never read as an abbreviation
 WHOLE_RANK = 60000  # a run that is itself a word this frequent is never split (invoice, salesperson)
 SHORT_RANK = 200  # two-letter words allowed as segments: of, by, to, in, on, ...
 ABBREVIATION_RANK = 5000  # the cost the abbreviations below get as segments  # a token this frequent is a word of its own, never read as an abbreviation
@@ -114,7 +114,7 @@ SYNONYMS: tuple[tuple[str, ...], ...] = (
 # Derivational endings: ``pay`` reaches ``payment``, ``rent`` reaches ``rental``.
 DERIVED_ENDINGS = ("ment", "ments", "al", "als", "er", "ers", "or", "ors", "ee", "ees", "ion", "ions", "ation",
                    "ations", "ing", "ings", "ity", "ness", "ship", "age", "ance", "ence", "ant", "ent", "ive",
-                   "ure", "y", "ies", "ed", "s", "es")
+                   "ure")  # plural, -ed and -ing forms are one key already (``key``); -y is a different word
 _IRREGULAR = {"people": "person", "persons": "person", "children": "child", "men": "man", "women": "woman",
               "feet": "foot", "teeth": "tooth", "mice": "mouse", "geese": "goose", "indices": "index",
               "matrices": "matrix", "criteria": "criterion", "data": "data", "media": "media", "analyses": "analysis"}
@@ -243,16 +243,37 @@ def synonyms(word: str) -> tuple[str, ...]:
     return _synonyms().get(key(word), ())
 
 
+def _skeleton(word: str) -> str:
+    """The consonants of a word in order, doubled ones once (``quantity`` -> qnty)."""
+    out = ""
+    for ch in word:
+        if ch not in "aeiou" and (not out or out[-1] != ch):
+            out += ch
+    return out
+
+
+def _in_order(short: str, word: str) -> bool:
+    letters = iter(word)
+    return all(ch in letters for ch in short)
+
+
 def abbreviates(short: str, word: str) -> bool:
-    """Whether ``short`` reads as an abbreviation of ``word``: same first letter, its letters in order
-    inside ``word``, shorter, and not itself a common word (``art`` never stands for apartment)."""
+    """Whether ``short`` reads as an abbreviation of ``word``: a prefix of it (at least its first letter)
+    followed by consonants of the rest in order, the first of them the rest's first consonant (``takr``,
+    ``tst``, ``cnty``, ``scr``, ``dept``, ``avg``), shorter than the word and not itself a common word
+    (``art`` never stands for apartment, ``bin`` not for business)."""
     if not (3 <= len(short) < len(word)) or short[0] != word[0] or not short.isalpha():
         return False
     rank = word_rank(short)
     if rank is not None and rank < COMMON_RANK:
         return False
-    letters = iter(word)
-    return all(ch in letters for ch in short)
+    for cut in range(1, len(short)):
+        if short[:cut] != word[:cut]:
+            break
+        rest, tail = _skeleton(word[cut:]), short[cut:]
+        if tail[0] == rest[:1] and _in_order(tail, rest):
+            return True
+    return short == word[: len(short)]
 
 
 def derived(base: str, word: str) -> bool:
