@@ -20,6 +20,7 @@ Scores are in first ranks of the fusion (``rank.first_rank``), so tables mix wit
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,7 @@ FILL_FROM = 2  # the fill joins the best this many tables of the unit
 COLUMN_SHARE = 0.5
 NAME_BASE = 0.7  # a name match counts this much, plus the rest by the share of the name's words asked
 NEIGHBOUR = 0.45  # routing: a term answered by a table one join away counts this much
+UNIT_SIZE = 0.1  # routing evidence divided by 1 + this x ln(tables in the unit): big schemas match more by chance
 UNIT_LEAD = 0.3  # first ranks: the best unit's tables stay together ahead of a near-tie's
 ORDER_GAP = 0.05  # first ranks between consecutive tables of a unit's greedy order
 POOL = 60  # the most of a unit's tables the greedy order looks at
@@ -157,6 +159,7 @@ def route(terms: Sequence[Term], weights: list[float], lexicon: Lexicon, scored:
             if names & term.forms.keys():
                 row[i] = 1.0
         value = sum(w * s for w, s in zip(weights, row, strict=True))
+        value /= 1.0 + UNIT_SIZE * math.log(len(lexicon.units.get(entry.table.unit, ())) or 1)
         mass[entry.table.unit] = max(mass.get(entry.table.unit, 0.0), value)
     top = max(mass.values(), default=0.0)
     return {unit: value / top for unit, value in mass.items()} if top > 0 else {}
