@@ -149,7 +149,7 @@ def _duck_type(native: str, typtype: str) -> str:
 def pg_catalog() -> Catalog:
     """Every PostgreSQL dump loaded into a throwaway cluster and read back, one schema per database."""
     sys.path.insert(0, str(ROOT / "tests"))
-    import pgcluster
+    import pgcluster  # type: ignore[import-not-found]  # tests/ is put on the path just above
     from psycopg.conninfo import make_conninfo
 
     catalog: Catalog = {}
@@ -292,7 +292,7 @@ def chinook_catalog() -> Catalog:
 # ---- seeds ---------------------------------------------------------------------------------------------------
 
 def _csv_columns(path: Path) -> list[dict[str, Any]]:
-    rows = duckdb.sql(f"DESCRIBE SELECT * FROM read_csv('{path}')").fetchall()
+    rows = duckdb.connect().execute(f"DESCRIBE SELECT * FROM read_csv('{path}')").fetchall()
     return [{"name": row[0], "type": row[1], "comment": None} for row in rows]
 
 

@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 import devwarehouse  # noqa: E402  (bench/ is on the path)
-import pgcluster  # noqa: E402  (a test helper, importable once tests/ is on the path)
+import pgcluster  # type: ignore[import-not-found]  # noqa: E402  (a test helper, on the path once tests/ is)
 
 from khive.bootstrap import open_runtime  # noqa: E402
 from khive.context import CLI, Context  # noqa: E402

@@ -15,6 +15,7 @@ Wikipedia unigrams by frequency), read once; the splitting itself is a minimal-c
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import math
 import re
 from collections.abc import Iterable
@@ -28,7 +29,7 @@ PART_MIN = 2  # every segment has at least this many letters
 COMMON_RANK = 4000  # a token this frequent is a word of its own, never read as an abbreviation
 WHOLE_RANK = 60000  # a run that is itself a word this frequent is never split (invoice, salesperson)
 SHORT_RANK = 200  # two-letter words allowed as segments: of, by, to, in, on, ...
-ABBREVIATION_RANK = 5000  # the cost the abbreviations below get as segments  # a token this frequent is a word of its own, never read as an abbreviation
+ABBREVIATION_RANK = 5000  # the cost the abbreviations below get as segments
 
 # Abbreviations that schemas use, each with the word(s) it stands for.
 ABBREVIATIONS: dict[str, tuple[str, ...]] = {
@@ -123,12 +124,13 @@ _IRREGULAR = {"people": "person", "persons": "person", "children": "child", "men
 @lru_cache(maxsize=1)
 def _dictionary() -> tuple[dict[str, int], dict[str, float], int]:
     """(word -> frequency rank, word -> split cost, longest word) from the list inside the wordninja wheel."""
+    spec = importlib.util.find_spec("wordninja")  # its data only: the module itself is never imported
     try:
-        import wordninja
-
-        path = Path(wordninja.__file__).parent / "wordninja" / "wordninja_words.txt.gz"
+        if spec is None or spec.origin is None:
+            raise OSError("wordninja is not installed")
+        path = Path(spec.origin).parent / "wordninja" / "wordninja_words.txt.gz"
         listed = gzip.decompress(path.read_bytes()).decode().split()
-    except (ImportError, OSError):  # without the list, identifiers are split on case and separators only
+    except OSError:  # without the list, identifiers are split on case and separators only
         listed = []
     rank = {word: i for i, word in enumerate(listed)}
     log_n = math.log(max(len(listed), 2))

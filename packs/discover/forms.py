@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from khive.index.morph import ABBREVIATIONS, abbreviates, derived, identifier_words, key, synonyms
 from packs.discover.lexicon import Lexicon
@@ -56,7 +57,7 @@ def expand(query: str, terms: Sequence[str], lexicon: Lexicon) -> list[Term]:
         out.append(term)
     by_word = {t.word: t for t in out}
     words = raw_words(query)
-    for left, right in zip(words, words[1:], strict=False):  # "high schoolers" -> highschooler
+    for left, right in pairwise(words):  # "high schoolers" -> highschooler
         joined = left + right
         if key(joined) in lexicon.postings:
             for word in (left, right):

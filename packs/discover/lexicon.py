@@ -113,7 +113,7 @@ def build(index: Any) -> Lexicon:
     column_rows = index.outline(["column"], ["comment", "description"])
     tables: dict[str, Table] = {}
     notes: dict[str, str] = {}
-    for doc_id, connection, title, ref, comment, description, rows, _parent in table_rows:
+    for doc_id, connection, title, _ref, comment, description, rows, _parent in table_rows:
         db, _, name = str(title).partition(".")
         tables[doc_id] = Table(doc_id, connection, db, name, 0, int(rows) if isinstance(rows, (int, float)) else None,
                                frozenset(key(w) for w in identifier_words(name)), name_parts(name))
@@ -221,7 +221,8 @@ def _fold_copies(tables: dict[str, Table], declared: dict[str, Any]) -> dict[str
     return folded
 
 
-def _units(pairs: list[tuple[str, str, dict[str, Any]]], tables: dict[str, Table], folded: dict[str, str]) -> tuple[dict[int, list[str]], dict[int, frozenset[str]]]:
+def _units(pairs: list[tuple[str, str, dict[str, Any]]], tables: dict[str, Table], folded: dict[str, str]
+           ) -> tuple[dict[int, list[str]], dict[int, frozenset[str]]]:
     """Schemas joined by a foreign key share a unit (union-find over the cross-schema fk edges): a declared
     key, or an inferred one the scan is sure of (``order_id`` -> ``orders.id``, confidence >= STRONG_INFERRED).
     A weaker guess across schemas (``cid`` -> some ``conference``) is no evidence that two schemas are one

@@ -156,7 +156,7 @@ def apply_priors(index: Any, found: dict[str, Candidate]) -> None:
     for candidate in found.values():
         meta = candidate.metadata
         reference = max(candidate.base, first_rank() * 0.5)
-        tier = meta.get("frequencyTier")
+        tier = str(meta.get("frequencyTier") or "")
         if TIER_PRIOR.get(tier):
             candidate.bonuses["usage"] = round(TIER_PRIOR[tier] * first_rank(), 6)
         if candidate.index_kind in ("sl_source", "sl_measure", "sl_dimension") and meta.get("description"):

@@ -181,12 +181,13 @@ def greedy(members: list[Scored], weights: list[float]) -> list[Scored]:
     if len(members) < 2:
         return members
     covered = [0.0] * len(weights)
-    pool, order = list(members[:POOL]), []
+    pool, order = list(members[:POOL]), list[Scored]()
+    def gain(e: Scored, covered: list[float]) -> tuple[float, float]:
+        return (sum(w * max(0.0, s - c) for w, s, c in zip(weights, e.strengths, covered, strict=True)), e.score)
+
     while pool and len(order) < GREEDY:
-        def gain(e: Scored) -> tuple[float, float]:
-            return (sum(w * max(0.0, s - c) for w, s, c in zip(weights, e.strengths, covered, strict=True)), e.score)
-        pick = max(pool, key=gain)
-        if order and gain(pick)[0] <= 0:  # nothing left to add: the rest keep their coverage order
+        pick = max(pool, key=lambda e: gain(e, covered))
+        if order and gain(pick, covered)[0] <= 0:  # nothing left to add: the rest keep their coverage order
             break
         pool = [e for e in pool if e is not pick]
         order.append(pick)

@@ -39,7 +39,8 @@ CREATE TABLE shop.payment_p2024_03 (id INTEGER, order_id INTEGER, amount DECIMAL
 CREATE TABLE shop.salesorderheader (salesorderid INTEGER PRIMARY KEY, customerid INTEGER, totaldue DECIMAL(12, 2));
 CREATE SCHEMA music;
 CREATE TABLE music.artist (artistid INTEGER PRIMARY KEY, name VARCHAR);
-CREATE TABLE music.album (albumid INTEGER PRIMARY KEY, title VARCHAR, artistid INTEGER REFERENCES music.artist (artistid));
+CREATE TABLE music.album (albumid INTEGER PRIMARY KEY, title VARCHAR,
+                          artistid INTEGER REFERENCES music.artist (artistid));
 CREATE TABLE music.customers (id INTEGER PRIMARY KEY, email VARCHAR, country VARCHAR);
 """
 # A second connection with a same-named table: scoping to it must not reorder what it holds.
