@@ -47,7 +47,8 @@ WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^p
 ORDER BY n.nspname
 """
 # ``c`` inherits from a plain table: an old-style partition, folded into its parent
-_INHERITED = """SELECT 1 FROM pg_catalog.pg_inherits AS inh JOIN pg_catalog.pg_class AS parent ON parent.oid = inh.inhparent
+_INHERITED = """SELECT 1 FROM pg_catalog.pg_inherits AS inh
+                  JOIN pg_catalog.pg_class AS parent ON parent.oid = inh.inhparent
                   WHERE inh.inhrelid = c.oid AND parent.relkind = 'r'"""
 _RELATIONS_SQL = f"""
 SELECT c.oid, n.nspname AS schema, c.relname AS name, c.relkind AS kind, ds.description AS comment,
