@@ -1,10 +1,10 @@
 """One ranking over every lane of the shared index: reciprocal rank fusion plus structure.
 
-Each lane (wiki, semantic layer, raw tables, raw columns) is one index search; each engine inside it
-(fts, vector) contributes ``1 / (K + rank)``. Structure then adds bounded bonuses, each recorded:
-a table is lifted by its matching columns, a table (or SL source) joined to two of the best matches
-is lifted as their bridge, usage tiers and curated SL descriptions are mild priors, and documents
-with many incoming links are damped so one hub does not flood the list.
+The wiki and semantic-layer lanes are one index search each; each engine inside one (fts, vector)
+contributes ``1 / (K + rank)``. Tables and columns are scored from the catalog lexicon (``route.py``) in
+the same unit, a first rank. Structure then adds bonuses, each recorded: an SL source joined to two of
+the best is lifted as their bridge, usage tiers are priors in first ranks, curated SL descriptions a mild
+one, and documents with many incoming links are damped so one hub does not flood the list.
 """
 
 from __future__ import annotations
