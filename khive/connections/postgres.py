@@ -7,7 +7,9 @@ through the extended protocol (a pipeline), where PostgreSQL refuses a second st
 ``SET LOCAL statement_timeout``.
 
 Partitions are folded into their partitioned table (listed once, rows summed over the leaves);
-constraints that PostgreSQL clones onto partitions are skipped.
+constraints that PostgreSQL clones onto partitions are skipped. Inheritance children of a plain table
+(``payment_p2007_01 ... INHERITS (payment)``, the pre-10 way to partition) are folded the same way: the
+parent is listed with its own rows plus its children's.
 """
 
 from __future__ import annotations
@@ -46,21 +48,30 @@ FROM pg_catalog.pg_namespace AS n
 WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_(toast|temp_)'
 ORDER BY n.nspname
 """
-_RELATIONS_SQL = """
+# ``c`` inherits from a plain table: an old-style partition, folded into its parent
+_INHERITED = """SELECT 1 FROM pg_catalog.pg_inherits AS inh
+                  JOIN pg_catalog.pg_class AS parent ON parent.oid = inh.inhparent
+                  WHERE inh.inhrelid = c.oid AND parent.relkind = 'r'"""
+_RELATIONS_SQL = f"""
 SELECT c.oid, n.nspname AS schema, c.relname AS name, c.relkind AS kind, ds.description AS comment,
        CASE WHEN c.relkind = 'p' THEN (
                 SELECT SUM(leaf.reltuples) FROM pg_catalog.pg_partition_tree(c.oid) AS tree
                 JOIN pg_catalog.pg_class AS leaf ON leaf.oid = tree.relid
                 WHERE tree.isleaf AND leaf.reltuples >= 0)
-            WHEN c.relkind IN ('r', 'm', 'f') AND c.reltuples >= 0 THEN c.reltuples END AS estimate
+            WHEN c.relkind = 'r' AND c.reltuples >= 0 THEN c.reltuples + COALESCE((
+                SELECT SUM(child.reltuples) FROM pg_catalog.pg_inherits AS inh
+                JOIN pg_catalog.pg_class AS child ON child.oid = inh.inhrelid
+                WHERE inh.inhparent = c.oid AND child.reltuples >= 0), 0)
+            WHEN c.relkind IN ('m', 'f') AND c.reltuples >= 0 THEN c.reltuples END AS estimate
 FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
 -- what obj_description() looks up, joined once instead of called per table
 LEFT JOIN pg_catalog.pg_description AS ds
        ON ds.objoid = c.oid AND ds.classoid = 'pg_catalog.pg_class'::regclass AND ds.objsubid = 0
 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition AND n.nspname = ANY(%(schemas)s)
+  AND NOT EXISTS ({_INHERITED})
 ORDER BY n.nspname, c.relname
 """
-_COLUMNS_SQL = """
+_COLUMNS_SQL = f"""
 SELECT a.attrelid AS oid, a.attnum, a.attname AS name, pg_catalog.format_type(a.atttypid, a.atttypmod) AS native,
        t.typtype, CASE WHEN t.typtype = 'd' THEN pg_catalog.format_type(t.typbasetype, t.typtypmod) END AS base,
        NOT a.attnotnull AS nullable, pg_catalog.pg_get_expr(d.adbin, d.adrelid) AS "default",
@@ -74,12 +85,12 @@ LEFT JOIN pg_catalog.pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.a
 LEFT JOIN pg_catalog.pg_description AS ds
        ON ds.objoid = a.attrelid AND ds.classoid = 'pg_catalog.pg_class'::regclass AND ds.objsubid = a.attnum
 WHERE a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
-  AND n.nspname = ANY(%(schemas)s)
+  AND n.nspname = ANY(%(schemas)s) AND NOT EXISTS ({_INHERITED})
 ORDER BY a.attrelid, a.attnum
 """
 # Key columns as attribute numbers: named from the columns already read (two subqueries per row cost more
 # than the rest of the catalog); references into schemas not scanned are named by _ATTNAMES_SQL.
-_CONSTRAINTS_SQL = """
+_CONSTRAINTS_SQL = f"""
 SELECT con.conrelid AS oid, con.contype AS kind, con.conname AS name, con.conkey AS columns,
        con.confrelid AS ref_oid, rn.nspname AS ref_schema, rc.relname AS ref_table, con.confkey AS ref_columns
 FROM pg_catalog.pg_constraint AS con
@@ -88,6 +99,7 @@ JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
 LEFT JOIN pg_catalog.pg_class AS rc ON rc.oid = con.confrelid
 LEFT JOIN pg_catalog.pg_namespace AS rn ON rn.oid = rc.relnamespace
 WHERE con.contype IN ('p', 'f') AND con.conparentid = 0 AND NOT c.relispartition AND n.nspname = ANY(%(schemas)s)
+  AND NOT EXISTS ({_INHERITED})
 ORDER BY con.conrelid, con.contype, con.conname
 """
 _ATTNAMES_SQL = """

@@ -27,6 +27,7 @@ from khive.context import CLI, Context
 from khive.demo import showcase
 from khive.demo.pages import write_ops
 from khive.demo.querylog import write_log
+from khive.demo.suite import write_suite
 from khive.demo.warehouse import build_warehouse
 from khive.dispatch import dispatch
 from khive.dsl import parse
@@ -247,7 +248,9 @@ def _open(root: Path, env: Mapping[str, str], opened: list[Runtime]) -> str:
 def _project(root: Path) -> str:
     created = init_project(root, _user())
     changed = write_config(root)
-    return f"{len(created)} paths created" + (", khive.yaml written" if changed else "")
+    suite = write_suite(root)
+    return (f"{len(created)} paths created" + (", khive.yaml written" if changed else "")
+            + (", retrieval suite written" if suite else ""))
 
 
 def _warehouse(root: Path) -> str:

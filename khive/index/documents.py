@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+from khive.index.morph import identifier_words
 
 # The FTS columns every document fills (missing ones are empty). Default BM25 weights favour names.
 FIELDS = ("name", "title", "summary", "tags", "body", "extra")
@@ -33,12 +34,11 @@ class Document:
     embed_text: str | None = None  # what the vector lane sees; default: title, summary and body
 
 
-_SPLIT_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-.\s]+")
-
-
 def words(name: str) -> str:
-    """``customerId`` / ``customer_id`` -> ``customer id``: lets a question's words meet identifiers."""
-    return " ".join(part.lower() for part in _SPLIT_RE.split(name) if part)
+    """The words an identifier stands for (``khive.index.morph``): ``customerId`` -> ``customer id``,
+    ``salesorderheader`` -> ``salesorderheader sales order header``, ``qty`` -> ``qty quantity``; lets a
+    question's words meet identifiers."""
+    return " ".join(identifier_words(name))
 
 
 def dedupe_edges(edges: Sequence[Edge]) -> list[Edge]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from khive.hookspecs import EdgeRule
 from khive.index import search as search_mod
@@ -31,6 +33,7 @@ from khive.index.watch import ChangeWatcher
 from khive.sqlite_util import immediate
 
 log = logging.getLogger(__name__)
+_META_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass
@@ -312,6 +315,24 @@ class RetrievalIndex:
                 f"SELECT d.id, {', '.join('f.' + name for name in FIELDS)} FROM docs d JOIN docs_fts f "
                 f"ON f.rowid = d.rowid WHERE d.id IN ({', '.join('?' * len(doc_ids))})", tuple(doc_ids)).fetchall()
         return {str(r[0]): {name: str(r[i + 1] or "") for i, name in enumerate(FIELDS)} for r in rows}
+
+    def outline(self, kinds: Sequence[str], keys: Sequence[str]) -> list[tuple[Any, ...]]:
+        """(id, connection, title, *metadata values of ``keys``) of every document of ``kinds``, in rowid order
+        (one query, no refresh): what a pack needs to build its own in-memory view of, say, the catalog."""
+        for key in keys:
+            if not _META_KEY.match(key):
+                raise ValueError(f"metadata key {key!r} must be a plain name")
+        picked = "".join(f", json_extract(metadata, '$.{key}')" for key in keys)
+        with self._lock:
+            return self.db.execute(f"SELECT id, connection, title{picked} FROM docs WHERE kind IN "
+                                   f"({', '.join('?' * len(kinds))}) ORDER BY rowid", tuple(kinds)).fetchall()
+
+    def relation_pairs(self, relation: str) -> list[tuple[str, str, dict[str, Any]]]:
+        """Every (source id, target id, edge metadata) edge of ``relation`` (one query, no refresh)."""
+        with self._lock:
+            rows = self.db.execute("SELECT source_id, target_id, metadata FROM edges WHERE relation = ?",
+                                   (relation,)).fetchall()
+        return [(str(r[0]), str(r[1]), orjson.loads(r[2]) if r[2] and r[2] != "{}" else {}) for r in rows]
 
     def covered_terms(self, terms: Sequence[str], *, kinds: Sequence[str] | None = None,
                       connection: str | None = None) -> set[str]:

@@ -1,10 +1,10 @@
 """One ranking over every lane of the shared index: reciprocal rank fusion plus structure.
 
-Each lane (wiki, semantic layer, raw tables, raw columns) is one index search; each engine inside it
-(fts, vector) contributes ``1 / (K + rank)``. Structure then adds bounded bonuses, each recorded:
-a table is lifted by its matching columns, a table (or SL source) joined to two of the best matches
-is lifted as their bridge, usage tiers and curated SL descriptions are mild priors, and documents
-with many incoming links are damped so one hub does not flood the list.
+The wiki and semantic-layer lanes are one index search each; each engine inside one (fts, vector)
+contributes ``1 / (K + rank)``. Tables and columns are scored from the catalog lexicon (``route.py``) in
+the same unit, a first rank. Structure then adds bonuses, each recorded: an SL source joined to two of
+the best is lifted as their bridge, usage tiers are priors in first ranks, curated SL descriptions a mild
+one, and documents with many incoming links are damped so one hub does not flood the list.
 """
 
 from __future__ import annotations
@@ -21,19 +21,13 @@ K = 60
 LANES: dict[str, tuple[str, ...]] = {
     "wiki": ("wiki",),
     "semantic_layer": ("sl_source", "sl_measure", "sl_dimension"),
-    "raw_tables": ("table",),
-    "raw_columns": ("column",),
-}
+}  # tables and columns are ranked from the catalog lexicon (route.py)
 # Bonuses are fractions of a first-rank contribution; their sum is capped so scores stay in 0..1.
-BONUS_CAP = 3.0
-COLUMN_LIFT = (1.0, 0.5, 0.25)  # the best three matching columns of a table, in order
+BONUS_CAP = 4.0
 BRIDGE = 0.999  # a bridge lands just below the weaker table it joins
-JOINABLE = 0.3
-JOINABLE_TOP = 2
 BRIDGE_TOP = 4
 NAMED = 0.5
-COHERENT = 1.0
-TIER_PRIOR = {"high": 0.15, "mid": 0.07, "low": 0.0, "unused": -0.1}
+TIER_PRIOR = {"high": 0.2, "mid": 0.1, "low": 0.0, "unused": -0.1}  # first ranks: history reorders near ties
 CURATED_PRIOR = 0.05
 HUB_RELATIONS = ("refs", "fk", "sl_refs", "sl_table", "related_to", "supports")
 HUB_FREE_DEGREE = 3  # this many incoming links cost nothing
@@ -84,9 +78,8 @@ def gather(index: Any, text: str, *, connection: str | None, depth: int) -> tupl
     found: dict[str, Candidate] = {}
     engines: set[str] = set()
     for lane, kinds in LANES.items():
-        lane_depth = depth * 4 if lane == "raw_columns" else depth
         hits = index.search(text, kinds=list(kinds), connection=None if lane == "wiki" else connection,
-                            limit=lane_depth, snippets=False, refresh=False)
+                            limit=depth, snippets=False, refresh=False)
         for hit in hits:
             candidate = found.setdefault(hit.id, candidate_from_row(hit))
             for engine, evidence in hit.lanes.items():
@@ -100,24 +93,6 @@ def table_of(column_doc_id: str) -> str:
     """``column:c:db.t.col`` -> ``table:c:db.t``."""
     _, connection, qualified = column_doc_id.split(":", 2)
     return f"table:{connection}:{qualified.rsplit('.', 1)[0]}"
-
-
-def lift_tables_by_columns(index: Any, found: dict[str, Candidate]) -> None:
-    by_table: dict[str, list[Candidate]] = {}
-    for candidate in found.values():
-        if candidate.index_kind == "column":
-            by_table.setdefault(table_of(candidate.doc_id), []).append(candidate)
-    missing = [table for table in by_table if table not in found]
-    for row in index.rows(missing) if missing else []:
-        found[row["id"]] = candidate_from_row(row)
-        found[row["id"]].reached = "columns"
-    for table, columns in by_table.items():
-        target = found.get(table)
-        if target is None:
-            continue
-        columns.sort(key=lambda c: (-c.base, c.doc_id))
-        lift = sum(weight * column.base for weight, column in zip(COLUMN_LIFT, columns, strict=False))
-        target.add_bonus("columns", lift)
 
 
 def lift_bridges(index: Any, found: dict[str, Candidate], *, kind: str, relations: Sequence[str],
@@ -161,55 +136,18 @@ def lift_bridges(index: Any, found: dict[str, Candidate], *, kind: str, relation
             target.flags.append(f"bridge:{a},{b}")
 
 
-def lift_joinable(index: Any, found: dict[str, Candidate], *, kind: str, relations: Sequence[str],
-                  top: int | None = None) -> None:
-    """A matching document one join away from one of the ``top`` best is likelier part of the same answer."""
-    best = sorted((c for c in found.values() if c.index_kind == kind),
-                  key=lambda c: (-c.fused, c.doc_id))[:top or JOINABLE_TOP]
-    adjacent: dict[str, set[str]] = {}
-    for direction in ("out", "in"):
-        for owner, edges in index.edge_map([c.doc_id for c in best], direction=direction,
-                                           relations=list(relations)).items():
-            for _relation, other in edges:
-                if other != owner:
-                    adjacent.setdefault(other, set()).add(owner)
-    for other in sorted(adjacent):
-        target = found.get(other)
-        if target is not None and target.index_kind == kind and target.base > 0:
-            target.add_bonus("joinable", JOINABLE * target.base)
-
-
 def lift_named(found: dict[str, Candidate], terms: Sequence[str]) -> None:
     """A table or SL source whose own name the query spells out ("airlines" -> ``airline``) is lifted by
     the share of its name's words the query holds: BM25 gives the name field weight, but one rank
     step in RRF is worth almost nothing, so the lane alone would lose that signal."""
     asked = {stem(term) for term in terms}
     for candidate in found.values():
-        if candidate.index_kind not in ("table", "sl_source"):
+        if candidate.index_kind != "sl_source":
             continue
         name = (candidate.metadata.get("tableRef") or {}).get("name") or candidate.metadata.get("name") or ""
         parts = {stem(word) for word in split_words(str(name))}
         if parts and parts & asked:
             candidate.add_bonus("named", NAMED * first_rank() * len(parts & asked) / len(parts))
-
-
-def lift_coherent(found: dict[str, Candidate], *, top: int = 10) -> None:
-    """Questions mostly stay inside one schema: each table is lifted by its schema's share of the best
-    ``top`` tables' scores, so a same-named table in an unrelated schema falls behind."""
-    best = sorted((c for c in found.values() if c.index_kind == "table"), key=lambda c: (-c.fused, c.doc_id))[:top]
-    mass: dict[tuple[str | None, str], float] = {}
-    for candidate in best:
-        mass[_schema(candidate)] = mass.get(_schema(candidate), 0.0) + candidate.fused
-    total = sum(mass.values())
-    if total <= 0 or len(mass) < 2:
-        return
-    for candidate in found.values():
-        if candidate.index_kind == "table" and candidate.base > 0:
-            candidate.add_bonus("coherent", COHERENT * first_rank() * mass.get(_schema(candidate), 0.0) / total)
-
-
-def _schema(candidate: Candidate) -> tuple[str | None, str]:
-    return candidate.connection, str((candidate.metadata.get("tableRef") or {}).get("db"))
 
 
 def apply_priors(index: Any, found: dict[str, Candidate]) -> None:
@@ -218,25 +156,15 @@ def apply_priors(index: Any, found: dict[str, Candidate]) -> None:
     for candidate in found.values():
         meta = candidate.metadata
         reference = max(candidate.base, first_rank() * 0.5)
-        tier = meta.get("frequencyTier")
+        tier = str(meta.get("frequencyTier") or "")
         if TIER_PRIOR.get(tier):
-            candidate.add_bonus("usage", TIER_PRIOR[tier] * reference)
+            candidate.bonuses["usage"] = round(TIER_PRIOR[tier] * first_rank(), 6)
         if candidate.index_kind in ("sl_source", "sl_measure", "sl_dimension") and meta.get("description"):
             candidate.add_bonus("curated", CURATED_PRIOR * reference)
         degree = degrees.get(candidate.doc_id, 0)
-        if degree > HUB_FREE_DEGREE and candidate.base > 0:
+        if degree > HUB_FREE_DEGREE and candidate.base > 0 and candidate.index_kind not in ("table", "column"):
             damp = candidate.base * (1.0 - 1.0 / (1.0 + 0.1 * math.log1p(degree - HUB_FREE_DEGREE)))
             candidate.add_bonus("hub", -damp)
-
-
-def columns_follow_tables(found: dict[str, Candidate]) -> None:
-    """A column ranks just below its table: the table is the answer, the column says where in it."""
-    for candidate in found.values():
-        if candidate.index_kind != "column":
-            continue
-        table = found.get(table_of(candidate.doc_id))
-        if table is not None and candidate.fused >= table.fused:
-            candidate.bonuses["below_table"] = round(table.fused * 0.999 - candidate.fused, 9)
 
 
 def ordered(candidates: Iterable[Candidate]) -> list[Candidate]:

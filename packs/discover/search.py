@@ -3,41 +3,47 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 import weakref
 from collections.abc import Sequence
 from typing import Any
 
 from khive import budget
-from packs.discover import rank, relations
+from packs.discover import balance, forms, lexicon, rank, relations, route
+from packs.discover.forms import Term
 from packs.discover.rank import Candidate
 from packs.discover.refs import matched_on, public_id, raw_fields, snippet_of, summary_of
 from packs.discover.text import matched_terms, query_terms
 
 WIKI_KINDS = ("wiki",)
-SCOPED_KINDS = ("sl_source", "sl_measure", "sl_dimension", "table", "column")
+SORTING = re.compile(r"\b(?:order(?:ed)?|sort(?:ed)?|group(?:ed)?|rank(?:ed)?)\s+(?:them\s+|it\s+)?by\b", re.I)
+SL_KINDS = ("sl_source", "sl_measure", "sl_dimension")
 
 
 def rank_candidates(index: Any, query: str, *, connection: str | None, user: str, include_recaps: bool,
-                    depth: int, today: dt.date) -> tuple[list[Candidate], int, list[str]]:
-    """Every candidate, best first, with the number of engines that answered and the query terms."""
-    terms = query_terms(query)
-    found, engines = rank.gather(index, " ".join(terms), connection=connection, depth=depth)
+                    depth: int, today: dt.date) -> tuple[list[Candidate], int, list[str], list[Term]]:
+    """Every candidate, best first, with the number of engines that answered, the query terms and their forms."""
+    terms = query_terms(SORTING.sub(" ", query))
+    catalog = lexicon.of(index)
+    expanded = forms.expand(query, terms, catalog)
+    found, engines = rank.gather(index, " ".join(forms.surfaces(expanded)), connection=connection, depth=depth)
     relations.apply(index, found, query=query, user=user, include_recaps=include_recaps, today=today)
-    rank.lift_tables_by_columns(index, found)
+    route.apply(index, catalog, found, expanded, connection=connection, depth=depth)
+    balance.apply(index, catalog, found, expanded)
     rank.lift_named(found, terms)
-    rank.lift_coherent(found)
     rank.apply_priors(index, found)
-    rank.lift_joinable(index, found, kind="table", relations=("fk",))
-    rank.lift_bridges(index, found, kind="table", relations=("fk",))
     rank.lift_bridges(index, found, kind="sl_source", relations=("join",))
-    rank.columns_follow_tables(found)
-    return rank.ordered(found.values()), engines, terms
+    return rank.ordered(found.values()), engines, terms, expanded
 
 
-def uncovered(index: Any, terms: Sequence[str], connection: str | None) -> list[str]:
-    covered = index.covered_terms(terms, kinds=WIKI_KINDS)
-    covered |= index.covered_terms([t for t in terms if t not in covered], kinds=SCOPED_KINDS, connection=connection)
-    return [term for term in terms if term not in covered]
+def uncovered(index: Any, terms: Sequence[Term], connection: str | None) -> list[str]:
+    """Query terms that nothing in scope reaches: no wiki or SL document, no catalog word."""
+    words = [term.word for term in terms]
+    covered = index.covered_terms(words, kinds=WIKI_KINDS)
+    covered |= index.covered_terms([w for w in words if w not in covered], kinds=SL_KINDS, connection=connection)
+    catalog = lexicon.of(index)
+    covered |= {term.word for term in terms if any(form in catalog.postings for form in term.forms)}
+    return [word for word in words if word not in covered]
 
 
 def columns_of(index: Any, tables: Sequence[str]) -> dict[str, list[str]]:
@@ -99,15 +105,15 @@ def run(index: Any, *, query: str, kinds: Sequence[str] | None, connection: str 
         today: dt.date) -> dict[str, Any]:
     index.refresh()
     depth = max(limit * 3, 40)
-    ranking, engines, terms = rank_candidates(index, query, connection=connection, user=user,
-                                              include_recaps=include_recaps, depth=depth, today=today)
+    ranking, engines, terms, expanded = rank_candidates(index, query, connection=connection, user=user,
+                                                        include_recaps=include_recaps, depth=depth, today=today)
     if kinds:  # after ranking, from the deeper list: the order never changes
         ranking = [c for c in ranking if c.kind in set(kinds)]
     top = ranking[:limit]
     fields = index.fields([c.doc_id for c in top])
     columns = columns_of(index, [c.doc_id for c in top if c.index_kind == "table"])
     refs = [to_ref(c, fields.get(c.doc_id, {}), terms, columns.get(c.doc_id, []), engines, explain) for c in top]
-    core = {"query": query, "terms": terms, "uncovered": uncovered(index, terms, connection),
+    core = {"query": query, "terms": terms, "uncovered": uncovered(index, expanded, connection),
             "floor": floor_pages(index, user)}
     present = ["evidenceExcerpts", "summaries"] + (["related"] if any("reached" in r for r in refs) else [])
 

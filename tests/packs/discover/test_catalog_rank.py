@@ -1,0 +1,173 @@
+"""discover.search over a pooled warehouse: routing and fill, identifier morphology, bridges, folded
+partitions, fill flagged as reached, and connection scoping, through the dispatcher on generated schemas."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from discover_project import Call
+
+from khive.project.layout import init_project
+
+pytestmark = pytest.mark.anyio
+
+# Several small databases pooled into one DuckDB file, one schema each, keys declared, no rows.
+POOL_DDL = """
+CREATE SCHEMA edu;
+CREATE TABLE edu.schools (cds_code VARCHAR PRIMARY KEY, school_name VARCHAR, county VARCHAR, charter BOOLEAN);
+CREATE TABLE edu.frpm (cds_code VARCHAR PRIMARY KEY REFERENCES edu.schools (cds_code),
+                       free_meal_cnt INTEGER, enrollment INTEGER);
+CREATE TABLE edu.satscores (cds VARCHAR PRIMARY KEY REFERENCES edu.schools (cds_code),
+                            NumTstTakr INTEGER, AvgScrRead INTEGER, AvgScrMath INTEGER);
+CREATE SCHEMA pets;
+CREATE TABLE pets.student (stuid INTEGER PRIMARY KEY, fname VARCHAR, lname VARCHAR, age INTEGER);
+CREATE TABLE pets.pets (petid INTEGER PRIMARY KEY, pettype VARCHAR, pet_age INTEGER, weight DOUBLE);
+CREATE TABLE pets.has_pet (stuid INTEGER REFERENCES pets.student (stuid), petid INTEGER REFERENCES pets.pets (petid));
+CREATE SCHEMA shop;
+CREATE TABLE shop.customers (id INTEGER PRIMARY KEY, full_name VARCHAR, city VARCHAR);
+CREATE TABLE shop.orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES shop.customers (id),
+                          order_dt DATE, amt DECIMAL(10, 2), status VARCHAR);
+CREATE TABLE shop.payment (id INTEGER PRIMARY KEY, order_id INTEGER REFERENCES shop.orders (id), amount DECIMAL(10, 2),
+                           paid_at TIMESTAMP);
+CREATE TABLE shop.payment_p2024_01 (id INTEGER, order_id INTEGER, amount DECIMAL(10, 2), paid_at TIMESTAMP);
+CREATE TABLE shop.payment_p2024_02 (id INTEGER, order_id INTEGER, amount DECIMAL(10, 2), paid_at TIMESTAMP);
+CREATE TABLE shop.payment_p2024_03 (id INTEGER, order_id INTEGER, amount DECIMAL(10, 2), paid_at TIMESTAMP);
+CREATE TABLE shop.salesorderheader (salesorderid INTEGER PRIMARY KEY, customerid INTEGER, totaldue DECIMAL(12, 2));
+CREATE SCHEMA music;
+CREATE TABLE music.artist (artistid INTEGER PRIMARY KEY, name VARCHAR);
+CREATE TABLE music.album (albumid INTEGER PRIMARY KEY, title VARCHAR,
+                          artistid INTEGER REFERENCES music.artist (artistid));
+CREATE TABLE music.customers (id INTEGER PRIMARY KEY, email VARCHAR, country VARCHAR);
+"""
+# A second connection with a same-named table: scoping to it must not reorder what it holds.
+CRM_DDL = """
+CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT, segment TEXT);
+CREATE TABLE visits (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers (id), visited_at TEXT);
+CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers (id), total NUMERIC);
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    init_project(root, "ann")
+    pool = duckdb.connect(str(root / "pool.duckdb"))
+    pool.execute(POOL_DDL)
+    pool.close()
+    crm = sqlite3.connect(root / "crm.sqlite")
+    crm.executescript(CRM_DDL)
+    crm.close()
+    config = root / "khive.yaml"
+    config.write_text(config.read_text().replace(
+        "connections: {}", "connections:\n  pool:\n    driver: duckdb\n    path: pool.duckdb\n"
+                           "  crm:\n    driver: sqlite\n    path: crm.sqlite\n"))
+    return root
+
+
+@pytest.fixture
+async def pooled(call: Call) -> Call:
+    for connection in ("pool", "crm"):
+        report = await call(f'scan.run(connection="{connection}")')
+        assert "error" not in report, report
+    return call
+
+
+async def tables(call: Call, query: str, limit: int = 10, **extra: Any) -> list[dict[str, Any]]:
+    args = "".join(f", {key}={value}" for key, value in extra.items())
+    refs = (await call(f'discover.search(query="{query}", kinds=["table"], limit={limit}{args})'))["refs"]
+    return list(refs)
+
+
+async def test_a_question_is_routed_to_its_schema_and_filled_from_it(pooled: Call) -> None:
+    refs = await tables(pooled, "schools with SAT test takers above 1500")
+    ids = [ref["id"] for ref in refs]
+    assert set(ids[:3]) == {"edu.schools", "edu.satscores", "edu.frpm"}  # the whole schema before any other
+    frpm = next(ref for ref in refs if ref["id"] == "edu.frpm")
+    assert frpm.get("reached") == "fill" and "matchedOn" in frpm  # reached through its key, not matched
+
+
+async def test_abbreviated_and_concatenated_identifiers_meet_the_words_of_a_question(pooled: Call) -> None:
+    assert (await tables(pooled, "average reading score and number of test takers"))[0]["id"] == "edu.satscores"
+    assert (await tables(pooled, "order amount and order date"))[0]["id"] == "shop.orders"
+    assert (await tables(pooled, "total due of each sales order header"))[0]["id"] == "shop.salesorderheader"
+
+
+async def test_a_link_table_no_word_names_joins_the_two_it_links(pooled: Call) -> None:
+    refs = await tables(pooled, "students who have a pet older than 3", explain="true")
+    ids = [ref["id"] for ref in refs]
+    assert set(ids[:3]) == {"pets.student", "pets.pets", "pets.has_pet"}
+    bridge = next(ref for ref in refs if ref["id"] == "pets.has_pet")
+    assert any(flag.startswith("bridge:") for flag in bridge.get("flags", [])) or bridge.get("reached") == "fill"
+
+
+async def test_partitions_and_empty_copies_fold_into_their_parent(pooled: Call) -> None:
+    refs = await tables(pooled, "payments amount by month")
+    ids = [ref["id"] for ref in refs]
+    assert ids[0] == "shop.payment"
+    assert not any(i.startswith("shop.payment_p") for i in ids)
+    assert "3 partitions or copies folded in" in refs[0]["flags"]
+
+
+async def test_nothing_lexical_returns_nothing_and_fill_never_invents_matches(pooled: Call) -> None:
+    assert await tables(pooled, "zyzzyva") == []
+    refs = await tables(pooled, "artist names")
+    assert refs[0]["id"] == "music.artist" and "reached" not in refs[0]
+    assert all(ref.get("reached") in (None, "fill", "bridge") for ref in refs)
+
+
+async def test_scoping_to_a_connection_keeps_the_unscoped_order_of_its_refs(pooled: Call) -> None:
+    for query in ("customers and their orders total", "customer visits", "orders by customer segment"):
+        everything = [ref["docId"] for ref in await tables(pooled, query, limit=50) if ref["connectionId"] == "crm"]
+        scoped = [ref["docId"] for ref in await tables(pooled, query, connection='"crm"', limit=50)]
+        assert scoped == everything and scoped
+
+
+INHERITED_DDL = """
+CREATE TABLE customer (customer_id INTEGER PRIMARY KEY, email TEXT);
+CREATE TABLE payment (payment_id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customer, amount NUMERIC,
+                      payment_date TIMESTAMP);
+CREATE TABLE payment_p2007_01 (CHECK (payment_date < '2007-02-01')) INHERITS (payment);
+CREATE TABLE payment_p2007_02 (CHECK (payment_date >= '2007-02-01')) INHERITS (payment);
+INSERT INTO payment_p2007_01 SELECT i, NULL, 1.5, '2007-01-05' FROM generate_series(1, 40) i;
+INSERT INTO payment_p2007_02 SELECT i, NULL, 2.5, '2007-02-05' FROM generate_series(41, 70) i;
+ANALYZE;
+"""
+
+
+@pytest.mark.postgres
+async def test_postgres_inheritance_children_fold_into_the_parent(tmp_path: Path, pg_database: str) -> None:
+    import psycopg
+
+    from khive.bootstrap import open_runtime
+    from khive.context import CLI, Context
+    from khive.dispatch import dispatch
+    from khive.dsl import parse
+
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        conn.execute(INHERITED_DDL)
+    root = tmp_path / "pg"
+    init_project(root, "ann")
+    config = root / "khive.yaml"
+    config.write_text(config.read_text().replace(
+        "connections: {}", "connections:\n  rentals:\n    driver: postgres\n    url: env:RENTALS_URL\n"))
+    runtime = open_runtime(root, {"KHIVE_PACKS": "core,scan,discover", "RENTALS_URL": pg_database})
+    try:
+        ctx = Context(runtime, "operator:ann", CLI, presentation="verbose")
+
+        async def call(text: str) -> dict[str, Any]:
+            (result,) = (await dispatch(parse(text), ctx))["results"]
+            assert result["ok"], result
+            return dict(result["result"])
+
+        await call('scan.run(connection="rentals")')
+        tables = (await call('scan.tables(connection="rentals")'))
+        names = {table["name"]: table for table in tables["tables"]}
+        assert set(names) == {"customer", "payment"} and names["payment"]["estimatedRows"] == 70
+        refs = (await call('discover.search(query="payments in february", kinds=["table"])'))["refs"]
+        assert refs[0]["id"] == "public.payment" and len(refs) == 2
+    finally:
+        await runtime.aclose()
