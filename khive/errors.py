@@ -8,6 +8,7 @@
     │                           daemon_refused, daemon_running, daemon_stopping, frame_too_large, bad_frame
     └── OpError                 raised inside an op; becomes that op's error envelope
         ├── InvalidArgs         invalid_args
+        │   └── LimitExceeded   limit_exceeded: an input over a limit of khive.limits (names it and the fix)
         ├── UnknownVerb         unknown_verb
         ├── PermissionDenied    permission_denied
         ├── WriteConflict       write_conflict
@@ -79,6 +80,12 @@ class OpError(KhiveError):
 
 class InvalidArgs(OpError):
     code = "invalid_args"
+
+
+class LimitExceeded(InvalidArgs):
+    """An argument or document over one of ``khive.limits``; details say which limit and how to raise it."""
+
+    code = "limit_exceeded"
 
 
 class UnknownVerb(OpError):

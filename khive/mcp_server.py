@@ -22,8 +22,8 @@ from khive import __version__
 from khive.agent_guide import SKILL_PATH
 from khive.context import MCP_HTTP, MCP_STDIO, PRESENTATIONS, Context
 from khive.dispatch import dispatch
-from khive.dsl import parse
 from khive.errors import DslSyntaxError
+from khive.execution import parse_request
 from khive.mcp_sampling import SAMPLE_KEY, Sampler
 from khive.runtime import Runtime
 from khive.verbs import Visibility
@@ -88,7 +88,7 @@ def parse_error_data(exc: DslSyntaxError) -> dict[str, Any]:
 
 
 async def local_dispatch(text: str, ctx: Context) -> dict[str, Any]:
-    return await dispatch(parse(text), ctx)
+    return await dispatch(await parse_request(text), ctx)
 
 
 def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: DaemonSettings,
@@ -112,7 +112,8 @@ def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: Daemo
 
             return anyio.from_thread.run(ask)
 
-        call = Call(text, parse(text), ctx.principal, ctx.transport, ctx.presentation, ctx.request_id, ctx.user,
+        request = await parse_request(text)
+        call = Call(text, request, ctx.principal, ctx.transport, ctx.presentation, ctx.request_id, ctx.user,
                     sampler=sampler, on_sample=sample if sampler is not None else None)
 
         outcome = await anyio.to_thread.run_sync(
@@ -144,7 +145,7 @@ def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,
         arguments = params.arguments or {}
         text, presentation, request_id = _tool_arguments(arguments)
         try:
-            parse(text)  # a syntax error is a protocol error and never reaches the dispatcher
+            await parse_request(text)  # a syntax error is a protocol error and never reaches the dispatcher
         except DslSyntaxError as exc:
             raise MCPError(INVALID_PARAMS, f"DSL syntax error: {exc.message}", parse_error_data(exc)) from None
 

@@ -18,6 +18,7 @@ class VerbsParams(Params):
 
 async def list_verbs(params: VerbsParams, ctx: Context) -> dict[str, Any]:
     """List every verb with its one-line doc and visibility."""
+    # async and inline: it reads only the in-memory registry, so it never waits for a worker (ADR 0027)
     catalogue = [
         {"verb": verb.name, "pack": verb.pack, "doc": verb.summary, "visibility": verb.visibility.value}
         for name, verb in sorted(ctx.runtime.registry.verbs.items())
@@ -32,6 +33,7 @@ class PingParams(Params):
 
 async def ping(params: PingParams, ctx: Context) -> dict[str, Any]:
     """Answer immediately; echoes its argument (a no-op for checks and benchmarks)."""
+    # async: answered by the event loop itself, however busy the worker threads are (ADR 0027)
     return {"pong": True, "echo": params.echo}
 
 
@@ -47,6 +49,7 @@ class AuditQueryParams(Params):
 
 async def audit_query(params: AuditQueryParams, ctx: Context) -> dict[str, Any]:
     """Read the audit trail back, newest first (operator)."""
+    # async: the audit store's API is async (the PostgreSQL store awaits its driver; ADR 0027)
     events = await ctx.runtime.audit.query(AuditQuery(**params.model_dump()))
     return {"events": [event.to_dict() for event in events], "count": len(events)}
 
