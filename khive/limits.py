@@ -37,7 +37,7 @@ class Limits(BaseModel):
         description="characters of a search query (discover.search, wiki.search, sl.search, "
                     "sl.dictionary_search, sl.list, scan.tables)")
     query_terms: int = Field(
-        default=64, ge=1, le=10_000,
+        default=64, ge=1, le=1_000_000,
         description="distinct words of a search query: each one is a lexical lookup of its own")
     yaml_chars: int = Field(
         default=16 * MIB, ge=KIB, le=1024 * MIB,
