@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from pydantic import Field
@@ -26,12 +27,16 @@ def _shard_cache(ctx: Context) -> ShardCache:
 def _run_tables(ctx: Context, connection: str, sync: str) -> dict[str, dict[str, Any]]:
     """A run's table artifacts; runs are immutable, so a warm process reads each one once (last 4 kept)."""
     runs: dict[tuple[str, str], dict[str, dict[str, Any]]] = ctx.runtime.services.setdefault("scan.runs", {})
+    guard: threading.Lock = ctx.runtime.services.setdefault("scan.runs.lock", threading.Lock())  # verbs run in threads
     key = (connection, sync)
-    if key not in runs:
-        runs[key] = read_run_tables(ctx.runtime.project, connection, sync)
-        while len(runs) > 4:
-            runs.pop(next(iter(runs)))
-    return runs[key]
+    found = runs.get(key)
+    if found is None:
+        found = read_run_tables(ctx.runtime.project, connection, sync)
+        with guard:
+            runs[key] = found
+            while len(runs) > 4:
+                runs.pop(next(iter(runs)))
+    return found
 
 
 def _require_scan(ctx: Context, connection: str) -> str:
