@@ -50,6 +50,8 @@ failure the rest of the chain is aborted, and says so.
 ## Errors and permissions
 - A DSL syntax error is an MCP `invalid_params` error with line, column and a fix
   (`did you mean query="revenue"?`): fix the text and resend.
+- `limit_exceeded` means an input is over one of the project's limits (a long search query, a huge
+  YAML source or page): its message names the limit; send less (fewer, sharper query words).
 - Operator verbs (`scan.run`, `sl.bootstrap`, `historic_sql.ingest`, `wiki.delete`, `audit.query`) are
   refused over MCP with `permission_denied`: ask the person to run them with the khive CLI.
 - Write what you learn back: `wiki.write(key="sales/<topic>", summary="...", body="...", kind="note")`;

@@ -7,7 +7,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from khive.progress import ProgressSink, discard_progress
-from khive.threads import run_blocking
 
 T = TypeVar("T")
 
@@ -47,4 +46,6 @@ class Context:
 
     async def run_blocking(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """For async handlers: ``fn(*args, **kwargs)`` in a worker thread, so the event loop never waits on it."""
-        return await run_blocking(fn, *args, **kwargs)
+        from khive import threads  # not at import time: the CLI's forwarding path loads no event loop library
+
+        return await threads.run_blocking(fn, *args, **kwargs)
