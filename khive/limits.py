@@ -35,7 +35,7 @@ class Limits(BaseModel):
     query_chars: int = Field(
         default=4_000, ge=1, le=MIB,
         description="characters of a search query (discover.search, wiki.search, sl.search, "
-                    "sl.dictionary_search, sl.list, scan.tables)")
+                    "sl.dictionary_search, sl.list, scan.tables) and of a discover.lookup id")
     query_terms: int = Field(
         default=64, ge=1, le=1_000_000,
         description="distinct words of a search query: each one is a lexical lookup of its own")
@@ -126,20 +126,27 @@ def capped(name: str, what: str) -> AfterValidator:
     return AfterValidator(check_length)
 
 
-def _check_query(value: str) -> str:
-    limits = current()
-    if len(value) > limits.query_chars:  # first: counting words of a huge text would be the cost itself
-        raise invalid("query_chars", len(value), "the query")
-    words = len(distinct_words(value))
-    if words > limits.query_terms:
-        raise invalid("query_terms", words, "the query", unit="distinct words")
-    return value
+def searched(what: str) -> AfterValidator:
+    """A validator for text that is looked up word by word: ``limits.query_chars`` and ``limits.query_terms``."""
+
+    def check_search(value: str | None) -> str | None:
+        if value is None:
+            return None
+        limits = current()
+        if len(value) > limits.query_chars:  # first: counting the words of a huge text would be the cost itself
+            raise invalid("query_chars", len(value), what)
+        words = len(distinct_words(value))
+        if words > limits.query_terms:
+            raise invalid("query_terms", words, what, unit="distinct words")
+        return value
+
+    return AfterValidator(check_search)
 
 
-QueryText = Annotated[str, Field(min_length=1), AfterValidator(_check_query)]
+QueryText = Annotated[str, Field(min_length=1), searched("the query")]
 """A search query: at most ``limits.query_chars`` characters and ``limits.query_terms`` distinct words."""
 
-OptionalQueryText = Annotated[str | None, AfterValidator(lambda v: v if v is None else _check_query(v))]
+OptionalQueryText = Annotated[str | None, searched("the query")]
 """An optional search query or filter text, with the same caps."""
 
 BUDGET_TOKENS_MAX = 1_000_000  # a budget this large never sheds anything; larger ones are a mistake

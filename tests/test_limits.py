@@ -99,6 +99,13 @@ async def test_search_queries_are_capped_in_characters_and_distinct_words(call: 
     assert refused(await call(f'{verb}(query="{WIDE_QUERY}"{extra})'), "query_terms")["actual"] == 100
 
 
+async def test_a_lookup_id_is_capped_like_a_query(call: Call) -> None:
+    """An id nothing is known as is searched for word by word, so it has the query's caps."""
+    assert refused(await call(f'discover.lookup(id="{WIDE_QUERY}")'), "query_terms")["actual"] == 100
+    unknown = await call('discover.lookup(id="no such thing")')
+    assert unknown["error"]["code"] == "entity_not_found"
+
+
 @pytest.mark.parametrize("verb", [verb for verb, extra in QUERY_VERBS.items() if not extra])
 async def test_raised_query_limits_let_the_same_queries_through(raised: Call, verb: str) -> None:
     for query in (LONG_QUERY, WIDE_QUERY):

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from khive.context import Context
-from khive.limits import BUDGET_TOKENS_MAX, QueryText
+from khive.limits import BUDGET_TOKENS_MAX, QueryText, searched
 from khive.verbs import NoParams, Params, Verb
 from packs.discover import doctor, lookup, render, search
 
@@ -39,8 +39,8 @@ def search_verb(params: SearchParams, ctx: Context) -> Any:
 
 
 class LookupParams(Params):
-    id: str = Field(min_length=1,
-                    description="a ref id or docId, a qualified table/column name, a wiki key, an SL name")
+    id: Annotated[str, searched("the id")] = Field(  # an unknown id is searched for, word by word
+        min_length=1, description="a ref id or docId, a qualified table/column name, a wiki key, an SL name")
     depth: int = Field(default=1, ge=1, le=3, description="how many hops of neighbours")
     connection: str | None = Field(default=None, description="when a name exists in several connections")
     budget_tokens: int | None = Field(default=None, ge=1, le=BUDGET_TOKENS_MAX,
