@@ -64,10 +64,10 @@ def many_words(count: int) -> str:
 
 
 HOSTILE = {
-    "sl.validate of an alias bomb": f"sl.validate(connection=\"wh\", yaml={orjson.dumps(alias_bomb(6, 10)).decode()})",
-    "discover.search of 8,000 distinct words": f'discover.search(query="{many_words(8_000)}")',
+    "sl.validate of an alias bomb": f"sl.validate(connection=\"wh\", yaml={orjson.dumps(alias_bomb(6, 12)).decode()})",
+    "discover.search of 15,000 distinct words": f'discover.search(query="{many_words(15_000)}")',
     "sql.execute of a DuckDB cross join": (
-        'sql.execute(connection="wh", sql="SELECT count(*) AS n FROM range(15000) a CROSS JOIN range(15000) b '
+        'sql.execute(connection="wh", sql="SELECT count(*) AS n FROM range(20000) a CROSS JOIN range(20000) b '
         'WHERE (a.range * 7 + b.range) % 1000003 = 1", timeout_s=120)'),
     "wiki.write of four big pages, each committed to git": "[" + ", ".join(
         f'wiki.write(key="big/page-{i}", summary="big page {i}", body="{("lorem ipsum dolor " * 13_000)}")'
