@@ -27,7 +27,8 @@ from khive.plugins import (
     collect_embedders,
     collect_verbs,
 )
-from khive.project.config import STATE_DIR, KhiveConfig, resolve_env
+from khive.project.config import KhiveConfig, resolve_env
+from khive.project.locate import STATE_DIR
 from khive.project.store import FileStore
 from khive.verbs import VerbRegistry
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from khive.project.config import STATE_DIR
+from khive.project.locate import STATE_DIR
 from khive.project.store import FileStore
 from khive.project.yamldoc import safe_yaml
 from packs.scan.shards import group_entries, read_state, shard_path, text_digest

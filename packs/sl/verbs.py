@@ -15,7 +15,7 @@ from khive.context import Context
 from khive.errors import InvalidArgs, NotFound, OpError
 from khive.index.documents import words
 from khive.limits import OptionalQueryText, QueryText, capped, check
-from khive.project.yamldoc import YamlLimitError, safe_yaml
+from khive.project.yamldoc import YamlLimitError, plain, safe_yaml
 from khive.verbs import Params, Verb, Visibility
 from packs.sl.bootstrap import bootstrap_connection
 from packs.sl.dictionary import dictionary_search
@@ -33,7 +33,6 @@ from packs.sl.store import (
     file_data,
     list_sources,
     load_yaml,
-    plain,
     source_path,
     to_commented,
     write_key,
