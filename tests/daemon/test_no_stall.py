@@ -3,8 +3,8 @@ client's ``ping()`` over the same daemon answers within 100 ms (ADR 0027's threa
 
 The project raises its limits (``limits:`` in khive.yaml) so the hostile ops are as expensive as an
 operator can allow: an alias bomb that is expanded, a search with thousands of distinct words, a
-DuckDB cross join, a batch of big wiki pages each committed to git. Each one must still be running
-when the pings have been answered, or the test proves nothing and fails.
+DuckDB cross join, a batch of wiki pages each committed to git. At least three pings must have been
+answered while the hostile op was still running, or the test proves nothing and fails.
 
 A timing assertion is what the issue asks for. The pings are taken one after another and the median
 must be under 100 ms; every ping must come back within a second (a blocked loop would take as long
@@ -69,9 +69,9 @@ HOSTILE = {
     "sql.execute of a DuckDB cross join": (
         'sql.execute(connection="wh", sql="SELECT count(*) AS n FROM range(20000) a CROSS JOIN range(20000) b '
         'WHERE (a.range * 7 + b.range) % 1000003 = 1", timeout_s=120)'),
-    "wiki.write of four big pages, each committed to git": "[" + ", ".join(
-        f'wiki.write(key="big/page-{i}", summary="big page {i}", body="{("lorem ipsum dolor " * 13_000)}")'
-        for i in range(4)) + "]",
+    "wiki.write of 60 pages of 15 KB, each committed to git": "[" + ", ".join(
+        f'wiki.write(key="big/page-{i}", summary="big page {i}", body="{("lorem ipsum dolor " * 850)}")'
+        for i in range(60)) + "]",
 }
 
 
@@ -129,23 +129,24 @@ def test_ping_answers_within_100_ms_while_a_hostile_op_runs(client: Client, ops:
 
     def hostile() -> None:
         outcome["envelope"], _ = client.ask(ops)
+        outcome["ended"] = time.perf_counter()
 
     worker = threading.Thread(target=hostile)
     worker.start()
+    pings: list[tuple[float, float]] = []  # (seconds it took, when it was answered)
     try:
         wait_for(lambda: client.status()["active"] >= 1, "the hostile op to start")
-        latencies = []
-        for _ in range(5):
+        while len(pings) < 5 and worker.is_alive():
             envelope, seconds = client.ask("ping(echo=1)")
             assert envelope["results"][0]["result"] == {"pong": True, "echo": 1}
-            latencies.append(seconds)
+            pings.append((seconds, time.perf_counter()))
             time.sleep(0.02)
-        still_running = worker.is_alive()
     finally:
         worker.join(timeout=600)
-    shown = ", ".join(f"{seconds * 1000:.1f}" for seconds in latencies)
-    assert still_running, f"the hostile op finished before the pings did, so they prove nothing (pings: {shown} ms)"
-    assert statistics.median(latencies) < 0.1, f"pings took {shown} ms while the hostile op ran"
-    assert max(latencies) < 1.0, f"a ping waited for the hostile op: {shown} ms"
+    during = [seconds for seconds, answered in pings if answered < outcome["ended"]]
+    shown = ", ".join(f"{seconds * 1000:.1f}" for seconds in during)
+    assert len(during) >= 3, f"only {len(during)} pings were answered while the hostile op ran: it proves nothing"
+    assert statistics.median(during) < 0.1, f"pings took {shown} ms while the hostile op ran"
+    assert max(during) < 1.0, f"a ping waited for the hostile op: {shown} ms"
     results = outcome["envelope"]["results"]
     assert results and all("result" in r or r["error"]["code"] != "internal_error" for r in results), results
