@@ -1,7 +1,9 @@
 """In-process dispatch overhead per op (gate + audit + presentation included) and the DSL parse figures.
 
 Prints one JSON line. Baselines measured in the same run: the bare handler call (dispatch
-overhead), a no-op audit store (audit share), and bench/parse.py's bare Lark parse.
+overhead), a no-op audit store (audit share), and bench/parse.py's bare Lark parse. ``threading``
+compares the same trivial handler declared as a plain ``def`` (run in a worker thread, ADR 0027)
+and as an ``async def`` (run on the loop), and the bare thread hop.
 
     .venv/bin/python bench/dispatch.py
 """
@@ -25,9 +27,12 @@ from khive.audit.store import AuditQuery
 from khive.context import CLI, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
+from khive.hookspecs import PackInfo, hookimpl
 from khive.project.config import KhiveConfig
 from khive.project.layout import init_project
 from khive.runtime import build_runtime
+from khive.threads import run_blocking
+from khive.verbs import Params, Verb
 
 ROUNDS = 5
 
@@ -73,11 +78,67 @@ async def bare_handler_us(runtime: Any, iterations: int) -> float:
     return statistics.median(samples)
 
 
+class EchoParams(Params):
+    echo: Any = None
+
+
+def plain_echo(params: EchoParams, ctx: Context) -> dict[str, Any]:
+    return {"echo": params.echo}
+
+
+async def inline_echo(params: EchoParams, ctx: Context) -> dict[str, Any]:
+    return {"echo": params.echo}
+
+
+class HopPack:
+    """The same trivial handler as a plain def (a worker thread runs it) and as an async def (the loop does)."""
+
+    @hookimpl
+    def khive_pack_info(self) -> PackInfo:
+        return PackInfo(name="hop", version="1")
+
+    @hookimpl
+    def khive_register_verbs(self) -> list[Verb]:
+        return [Verb("hop.plain", EchoParams, plain_echo, "plain"),
+                Verb("hop.inline", EchoParams, inline_echo, "async")]
+
+
+async def thread_hop_us(iterations: int) -> dict[str, float]:
+    """``await run_blocking(f)`` against calling ``f()`` directly."""
+    def noop() -> None:
+        return None
+
+    hops, direct = [], []
+    for _ in range(ROUNDS):
+        started = time.perf_counter_ns()
+        for _ in range(iterations):
+            await run_blocking(noop)
+        hops.append((time.perf_counter_ns() - started) / iterations / 1000)
+        started = time.perf_counter_ns()
+        for _ in range(iterations):
+            noop()
+        direct.append((time.perf_counter_ns() - started) / iterations / 1000)
+    return {"run_blocking_us": round(statistics.median(hops), 1), "direct_call_us": round(statistics.median(direct), 2)}
+
+
+async def threading_figures(runtime: Any) -> dict[str, Any]:
+    batch = "[" + ", ".join(f'hop.{{kind}}(echo="{i}")' for i in range(10)) + "]"
+    plain = await per_op_us(runtime, 'hop.plain(echo="x")', 2000)
+    inline = await per_op_us(runtime, 'hop.inline(echo="x")', 2000)
+    plain_batch = await per_op_us(runtime, batch.format(kind="plain"), 300)
+    inline_batch = await per_op_us(runtime, batch.format(kind="inline"), 300)
+    return {"plain_def_single_op_us": round(plain, 1), "async_def_single_op_us": round(inline, 1),
+            "plain_def_batch10_per_op_us": round(plain_batch, 1), "async_def_batch10_per_op_us": round(inline_batch, 1),
+            "ratio_single": round(plain / inline, 2), "ratio_batch10": round(plain_batch / inline_batch, 2),
+            **await thread_hop_us(5000)}
+
+
 def main() -> None:
     project = Path(tempfile.mkdtemp(prefix="khive-bench-"))
     init_project(project, "bench")
     runtime = build_runtime(project, KhiveConfig(), {})
     null_runtime = build_runtime(project, KhiveConfig(), {}, audit=NullAudit())
+    hop_runtime = build_runtime(project, KhiveConfig(), {}, audit=NullAudit(), extra_plugins=[HopPack()])
     batch10 = "[" + ", ".join(f'ping(echo="{i}")' for i in range(10)) + "]"
 
     async def measure() -> dict[str, Any]:
@@ -86,6 +147,7 @@ def main() -> None:
         single_null = await per_op_us(null_runtime, 'ping(echo="x")', 2000)
         batch_null = await per_op_us(null_runtime, batch10, 300)
         bare = await bare_handler_us(runtime, 20000)
+        hop = await threading_figures(hop_runtime)
         await runtime.aclose()
         return {
             "single_op_us": round(single, 1),
@@ -97,6 +159,7 @@ def main() -> None:
             "audit_share_batch10": round((batch - batch_null) / batch, 3),
             "goal_batch_per_op_us": 150,
             "meets_goal": batch <= 150,
+            "threading": hop,
         }
 
     figures = anyio.run(measure)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from khive.progress import ProgressSink, discard_progress
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from khive.runtime import Runtime
@@ -40,3 +43,9 @@ class Context:
     @property
     def on_wire(self) -> bool:
         return self.transport in WIRE_TRANSPORTS
+
+    async def run_blocking(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """For async handlers: ``fn(*args, **kwargs)`` in a worker thread, so the event loop never waits on it."""
+        from khive import threads  # not at import time: the CLI's forwarding path loads no event loop library
+
+        return await threads.run_blocking(fn, *args, **kwargs)

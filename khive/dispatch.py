@@ -26,10 +26,9 @@ from pydantic import BaseModel, ValidationError
 from khive.audit.events import AuditEvent, digest_args, redact
 from khive.context import Context
 from khive.dsl.nodes import Mode, Op, Ref, Request
-from khive.errors import InvalidArgs, KhiveError, OpError, PermissionDenied, RefError, ResultTooDeep, WriteConflict
-from khive.guard import within_depth
-from khive.present import present
-from khive.values import jsonable
+from khive.errors import InvalidArgs, KhiveError, LimitExceeded, OpError, PermissionDenied, RefError, WriteConflict
+from khive.execution import run_op
+from khive.limits import use as use_limits
 from khive.verbs import Verb
 
 log = logging.getLogger(__name__)
@@ -43,6 +42,7 @@ class _Outcome:
     args: Mapping[str, Any]
     ok: bool = False
     result: Any = None  # canonical (pre-presentation) result
+    shown: Any = None  # the result as the caller's presentation shows it
     error: KhiveError | None = None
     aborted: bool = False
     decision: str = "not-evaluated"
@@ -61,6 +61,7 @@ class _Prepared:
 
 async def dispatch(request: Request, ctx: Context) -> dict[str, Any]:
     """Dispatch every op of ``request`` and return the envelope (a plain dict)."""
+    use_limits(ctx.runtime.limits)  # for argument validation here and in the worker threads of its ops
     request_id = ctx.request_id or uuid.uuid4().hex
     if not ctx.request_id:
         ctx = ctx.with_(request_id=request_id)
@@ -185,16 +186,8 @@ async def _execute(item: _Prepared, ctx: Context) -> None:
     outcome, verb = item.outcome, item.verb
     started = time.perf_counter_ns()
     try:
-        if item.params is None:
-            raw: Any = verb.help()
-        else:
-            raw = await verb.handler(item.params, ctx)
-        if not within_depth(raw, ctx.runtime.max_result_depth):
-            raise ResultTooDeep(f"{verb.name} returned a result nested deeper than "
-                                f"{ctx.runtime.max_result_depth} levels",
-                                details={"limit": ctx.runtime.max_result_depth})
-        outcome.result = raw.model_dump(mode="json", by_alias=True) if isinstance(raw, BaseModel) else raw
-        outcome.result = jsonable(outcome.result)  # khive/values.py: encoded by the value rule, or unencodable_value
+        finished = await run_op(verb, item.params, ctx)  # in a worker thread unless it is async (ADR 0027)
+        outcome.result, outcome.shown = finished.result, finished.shown
         outcome.ok = True
     except KhiveError as exc:  # OpError and the shared services' errors (connection_failed, ...)
         outcome.error = exc
@@ -271,9 +264,11 @@ def _invalid_args(verb: Verb, exc: ValidationError) -> InvalidArgs:
             message = f"missing required argument {field!r}"
         else:
             message = f"argument {field!r}: {error['msg']} (got {error.get('input')!r:.80})"
-        problems.append({"field": field, "message": message, "type": error["type"]})
+        limit = error.get("ctx", {}) if error["type"] == "limit_exceeded" else {}  # which limit, its value, the fix
+        problems.append({"field": field, "message": message, "type": error["type"], **limit})
     summary = "; ".join(problem["message"] for problem in problems)
-    return InvalidArgs(f"{verb.name}: {summary}", details={"verb": verb.name, "errors": problems})
+    kind = LimitExceeded if all(p["type"] == "limit_exceeded" for p in problems) else InvalidArgs
+    return kind(f"{verb.name}: {summary}", details={"verb": verb.name, "errors": problems})
 
 
 async def _audit(outcomes: list[_Outcome], ctx: Context) -> None:
@@ -310,9 +305,7 @@ def _envelope(outcomes: list[_Outcome], ctx: Context, request_id: str) -> dict[s
             results.append({"ok": False, "verb": outcome.verb, "aborted": True})
         elif outcome.ok:
             succeeded += 1
-            always_verbose = outcome.verb_decl is not None and outcome.verb_decl.always_verbose
-            shown = outcome.result if always_verbose else present(outcome.result, ctx.presentation)
-            results.append({"ok": True, "verb": outcome.verb, "result": shown})
+            results.append({"ok": True, "verb": outcome.verb, "result": outcome.shown})
         else:
             failed += 1
             error = outcome.error or OpError("unknown failure", code="internal_error")

@@ -15,6 +15,7 @@
     ├── PoolClosed              pool_closed: the runtime is shutting down; the query did not start
     └── OpError                 raised inside an op; becomes that op's error envelope
         ├── InvalidArgs         invalid_args
+        │   └── LimitExceeded   limit_exceeded: an input over a limit of khive.limits (names it and the fix)
         ├── UnknownVerb         unknown_verb
         ├── PermissionDenied    permission_denied
         ├── WriteConflict       write_conflict
@@ -90,6 +91,12 @@ class OpError(KhiveError):
 
 class InvalidArgs(OpError):
     code = "invalid_args"
+
+
+class LimitExceeded(InvalidArgs):
+    """An argument or document over one of ``khive.limits``; details say which limit and how to raise it."""
+
+    code = "limit_exceeded"
 
 
 class UnknownVerb(OpError):

@@ -24,8 +24,8 @@ from khive import __version__
 from khive.agent_brief import server_instructions, tool_description
 from khive.context import MCP_HTTP, MCP_STDIO, PRESENTATIONS, Context
 from khive.dispatch import dispatch
-from khive.dsl import parse
 from khive.errors import DslSyntaxError
+from khive.execution import parse_request
 from khive.failure import unexpected_failure
 from khive.mcp_sampling import SAMPLE_KEY, Sampler
 from khive.runtime import Runtime
@@ -73,7 +73,7 @@ def parse_error_data(exc: DslSyntaxError) -> dict[str, Any]:
 
 
 async def local_dispatch(text: str, ctx: Context) -> dict[str, Any]:
-    return await dispatch(parse(text), ctx)
+    return await dispatch(await parse_request(text), ctx)
 
 
 def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: DaemonSettings,
@@ -101,7 +101,8 @@ def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: Daemo
 
             return anyio.from_thread.run(ask)
 
-        call = Call(text, parse(text), ctx.principal, ctx.transport, ctx.presentation, ctx.request_id, ctx.user,
+        request = await parse_request(text)
+        call = Call(text, request, ctx.principal, ctx.transport, ctx.presentation, ctx.request_id, ctx.user,
                     sampler=sampler, on_sample=sample if sampler is not None else None)
 
         outcome = await anyio.to_thread.run_sync(
@@ -134,7 +135,7 @@ def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,
         arguments = params.arguments or {}
         text, presentation, request_id = _tool_arguments(arguments)
         try:
-            request = parse(text)  # a syntax error is a protocol error and never reaches the dispatcher
+            request = await parse_request(text)  # a syntax error is a protocol error and never reaches the dispatcher
         except DslSyntaxError as exc:
             raise MCPError(INVALID_PARAMS, f"DSL syntax error: {exc.message}", parse_error_data(exc)) from None
         request_id = request_id or uuid.uuid4().hex  # known here, so even a failure below can name it

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from khive.errors import ConfigError, NotFound
 from khive.gate import Gate, Rule
 from khive.hookspecs import EdgeRule, EmbedderSpec, PackInfo
 from khive.index.engine import RetrievalIndex
+from khive.limits import Limits
 from khive.plugins import (
     apply_schema_plans,
     build_plugin_manager,
@@ -53,13 +55,21 @@ class Runtime:
     _index: RetrievalIndex | None = field(default=None, repr=False)
     _files: FileStore | None = field(default=None, repr=False)
     _pools: DriverPools | None = field(default=None, repr=False)
+    _opening: threading.RLock = field(default_factory=threading.RLock, repr=False)  # opening the index opens files
 
     @property
     def index(self) -> RetrievalIndex:
         """The shared retrieval index, opened on first use (warm processes open it in the background)."""
         if self._index is None:
-            self._index = open_index(self)
+            with self._opening:  # two worker threads asking at once must share one index
+                if self._index is None:
+                    self._index = open_index(self)
         return self._index
+
+    @property
+    def limits(self) -> Limits:
+        """The input limits requests run under: the defaults with khive.yaml's ``limits:`` over them."""
+        return self.config.limits
 
     def connection(self, name: str) -> ConnectionConfig:
         found = self.config.connections.get(name)
@@ -108,7 +118,9 @@ class Runtime:
     @property
     def files(self) -> FileStore:
         if self._files is None:
-            self._files = FileStore(self.project, git_commit=self.config.wiki.git_commit)
+            with self._opening:
+                if self._files is None:
+                    self._files = FileStore(self.project, git_commit=self.config.wiki.git_commit)
         return self._files
 
     @property
@@ -175,7 +187,7 @@ def open_index(runtime: Runtime) -> RetrievalIndex:
                                        "fix": f"use one of: {', '.join(sorted(runtime.embedders))}"})
         embedder = spec.factory()
     return RetrievalIndex(runtime.project, sources, embedder=embedder, edge_rules=runtime.edge_rules,
-                          watch=section.watch)
+                          watch=section.watch, limits=runtime.limits)
 
 
 def open_audit_store(project: Path, config: KhiveConfig, env: Mapping[str, str]) -> AuditStore:

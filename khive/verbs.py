@@ -1,14 +1,27 @@
 """Verb declarations and the registry that resolves names to them.
 
-A pack declares each verb as a frozen ``Verb``: its parameter model (pydantic), an async
-handler ``(params, ctx) -> result``, a visibility, and optionally a write-key rule. Handlers
-know nothing of DSL text, envelopes, MCP or audit.
+A pack declares each verb as a frozen ``Verb``: its parameter model (pydantic), a handler
+``(params, ctx) -> result``, a visibility, and optionally a write-key rule. Handlers know nothing
+of DSL text, envelopes, MCP or audit.
+
+The threading rule (ADR 0027): one daemon serves every agent from one event loop, so a handler
+never blocks that loop. A handler is either
+
+- a plain ``def`` (the default, and what almost every verb is): it may block freely (files, git,
+  SQLite, the index, YAML, SQL parsing, ranking); the dispatcher always runs it, and the depth
+  guard, dump and presentation of its result, in a worker thread; or
+- an ``async def`` that only awaits: an orchestrator that needs the loop itself (progress
+  callbacks, MCP sampling, the async audit store, cancellable database waits). Every blocking
+  step goes through ``await ctx.run_blocking(fn, ...)``; nothing else in it may touch a file,
+  the index, a database or a parser. Async handlers are few and reviewed: a meta-test fails when
+  one is not on its allow-list (tests/meta/test_threading_rule.py).
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+import inspect
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -36,7 +49,7 @@ class NoParams(Params):
     pass
 
 
-Handler = Callable[[Any, "Context"], Awaitable[Any]]
+Handler = Callable[[Any, "Context"], Any]  # a plain function, or an async one (an orchestrator)
 WriteKeys = Callable[[Any], Sequence[str]]
 
 
@@ -52,6 +65,11 @@ class Verb:
     read_only: bool = True  # safe to resend after a lost response (daemon)
     always_verbose: bool = False  # presentation transforms never apply
     pack: str = ""
+
+    @property
+    def runs_on_loop(self) -> bool:
+        """An ``async def`` handler (it runs on the event loop); a plain ``def`` one runs in a worker thread."""
+        return inspect.iscoroutinefunction(self.handler)
 
     @property
     def summary(self) -> str:

@@ -3,6 +3,8 @@
 Shared by every verb that executes SQL (``sql.execute``, ``sl.query``) so the layers cannot drift apart.
 The connection's ``statement_timeout_s`` is a ceiling: an agent's ``timeout_s`` can lower it, never
 raise it (ADR 0028). The driver is leased from the connection's pool.
+Parsing (the gate, the wrapper) and the query run in worker threads: the callers are async handlers,
+whose event loop serves every other agent meanwhile (ADR 0027).
 """
 
 from __future__ import annotations
@@ -10,11 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-import anyio.to_thread
-
 from khive.connections.driver import QueryResult
 from khive.connections.sqlgate import GateDecision, check_sql, wrap_with_limit
 from khive.errors import KhiveError, OpError
+from khive.threads import run_blocking
 from khive.values import DEFAULT_BYTES_SHOWN
 
 if TYPE_CHECKING:
@@ -62,20 +63,21 @@ async def run_read_only(runtime: Runtime, connection: str, sql: str, *, limit: i
     """``bytes_shown``: how much of each binary value the rows show (khive/values.py)."""
     config = runtime.connection(connection)
     timeout = statement_timeout(timeout_s, connection, config)
-    decision = check_sql(sql, config.driver, allow_functions=config.allow_functions, timeout_s=timeout.seconds)
+    decision = await run_blocking(check_sql, sql, config.driver, allow_functions=config.allow_functions,
+                                  timeout_s=timeout.seconds)
     if not decision.allowed:
         raise OpError(f"refused: {decision.reason}", code="sql_refused",
                       details={"reason": decision.reason, "statement_kind": decision.statement_kind,
                                "gate_code": decision.code, "sql": sql})
-    wrapped = wrap_with_limit(sql, config.driver, limit)
     pool = runtime.drivers.pool(connection)
 
-    def run() -> QueryResult:
+    def run() -> tuple[QueryResult, str]:
+        wrapped = wrap_with_limit(sql, config.driver, limit)
         for attempt in (1, 2):
             with pool.lease(timeout.seconds) as lease:  # waiting for a driver is bounded by the same timeout
                 try:
                     return lease.driver.execute(wrapped, limit=limit, timeout_s=timeout.seconds,
-                                                bytes_shown=bytes_shown)
+                                                bytes_shown=bytes_shown), wrapped
                 except KhiveError as exc:
                     if exc.code == "connection_failed" and lease.reused and attempt == 1:
                         lease.discard = True  # it went stale while idle (a server restart, an idle timeout)
@@ -86,7 +88,8 @@ async def run_read_only(runtime: Runtime, connection: str, sql: str, *, limit: i
                     raise
         raise AssertionError("unreachable: the second attempt returns or raises")
 
-    return ReadOnlyRun(await anyio.to_thread.run_sync(run), wrapped, decision, timeout)
+    result, wrapped = await run_blocking(run)
+    return ReadOnlyRun(result, wrapped, decision, timeout)
 
 
 def _name_the_limit(exc: KhiveError, timeout: StatementTimeout) -> None:

@@ -27,8 +27,8 @@ from khive.daemon.frames import ConnectionClosed, FrameTooLarge, encode, receive
 from khive.daemon.sampling import RemoteSampler
 from khive.daemon.warm import WarmState
 from khive.dispatch import dispatch
-from khive.dsl import parse
 from khive.errors import DaemonError, DslSyntaxError
+from khive.execution import parse_request
 from khive.failure import unexpected_failure
 from khive.mcp_sampling import SAMPLE_KEY
 from khive.project.envfile import ENV_FILE, env_file
@@ -173,7 +173,7 @@ class DaemonServer:
             await _send(stream, protocol.error("bad_frame", problem))
             return
         try:
-            parsed = parse(message["ops"])
+            parsed = await parse_request(message["ops"])  # a long text parses in a worker thread
         except DslSyntaxError as exc:
             await _send(stream, protocol.error(exc.code, exc.message, **exc.details))
             return

@@ -173,7 +173,9 @@ def _errors(facts: Facts) -> list[str]:
              "- A DSL syntax error is an MCP `invalid_params` error with line, column and a fix",
              "  (`did you mean query=\"revenue\"?`): fix the text and resend.",
              "- A failed op says why in `error.code` and `error.message`, and `error.details.fix` when there is one.",
-             "  A `config_error` about an environment variable is for the person: the server was started without it."]
+             "  A `config_error` about an environment variable is for the person: the server was started without it.",
+             "- `limit_exceeded` means an input is over one of the project's limits (a long search query, a huge",
+             "  YAML source or page): its message names the limit; send less (fewer, sharper query words)."]
     if operators:
         lines += ["- Operator verbs (" + ", ".join(f"`{name}`" for name in operators) + ") are refused over MCP",
                   "  with `permission_denied`: ask the person to run them with the khive CLI."]

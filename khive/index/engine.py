@@ -30,6 +30,7 @@ from khive.index.embed import Embedder
 from khive.index.scanstat import stat_walk_paths
 from khive.index.store import connect, delete_item_docs, doc_rows, insert_doc
 from khive.index.watch import ChangeWatcher
+from khive.limits import DEFAULT_LIMITS, Limits, applied
 from khive.sqlite_util import immediate
 
 log = logging.getLogger(__name__)
@@ -55,8 +56,10 @@ class EdgeRuleError(ValueError):
 
 class RetrievalIndex:
     def __init__(self, project: Path, sources: Sequence[IndexSource], *, embedder: Embedder | None = None,
-                 edge_rules: Sequence[EdgeRule] = (), database: Path | None = None, watch: bool = True):
+                 edge_rules: Sequence[EdgeRule] = (), database: Path | None = None, watch: bool = True,
+                 limits: Limits = DEFAULT_LIMITS):
         self.project = project.resolve()
+        self.limits = limits  # sources parse files under these, whoever triggers the refresh
         self.sources = {source.name: source for source in sources}
         self.embedder = embedder
         self.edge_rules = tuple(edge_rules)
@@ -70,7 +73,7 @@ class RetrievalIndex:
 
     # freshness ------------------------------------------------------------------------------
     def refresh(self) -> RefreshReport:
-        with self._lock:
+        with self._lock, applied(self.limits):  # sources parse files; a warm-up refresh has no request
             changed: set[Path] | None = None
             if self._walked and self._watcher is not None:
                 changed = self._watcher.drain()
@@ -230,7 +233,8 @@ class RetrievalIndex:
                 problems.append(f"a {document.kind} document cannot have a {edge.relation!r} edge "
                                 f"(allowed from: {', '.join(allowed)})")
                 continue
-            target = self.db.execute("SELECT kind FROM docs WHERE id = ?", (edge.target,)).fetchone()
+            with self._lock:  # one connection shared by every worker thread
+                target = self.db.execute("SELECT kind FROM docs WHERE id = ?", (edge.target,)).fetchone()
             if target is not None and not any(
                     document.kind in rule.from_kinds and target[0] in rule.to_kinds for rule in rules):
                 allowed = sorted({kind for rule in rules if document.kind in rule.from_kinds for kind in rule.to_kinds})
@@ -254,7 +258,8 @@ class RetrievalIndex:
         if relation:
             sql += " AND relation = ?"
             params.append(relation)
-        return [{"id": r[0], "relation": r[1]} for r in self.db.execute(sql + " ORDER BY 2, 1", params)]
+        with self._lock:
+            return [{"id": r[0], "relation": r[1]} for r in self.db.execute(sql + " ORDER BY 2, 1", params)]
 
     def incoming(self, doc_ids: Sequence[str], relation: str) -> dict[str, list[str]]:
         """target id -> source ids of ``relation`` edges into any of ``doc_ids`` (one query, no refresh)."""
@@ -366,7 +371,8 @@ class RetrievalIndex:
     def get(self, doc_id: str, *, refresh: bool = True) -> dict[str, Any] | None:
         if refresh:
             self.refresh()
-        rows = doc_rows(self.db, "id = ?", (doc_id,))
+        with self._lock:
+            rows = doc_rows(self.db, "id = ?", (doc_id,))
         return rows[0] if rows else None
 
     def rows(self, doc_ids: Sequence[str]) -> list[dict[str, Any]]:
@@ -382,12 +388,14 @@ class RetrievalIndex:
             return doc_rows(self.db, "kind = ?", (kind,)) if kind else doc_rows(self.db)
 
     def item_errors(self) -> dict[str, str]:
-        return {r[0]: r[1] for r in self.db.execute("SELECT path, error FROM items WHERE error IS NOT NULL")}
+        with self._lock:
+            return {r[0]: r[1] for r in self.db.execute("SELECT path, error FROM items WHERE error IS NOT NULL")}
 
     def count(self, kind: str | None = None) -> int:
-        if kind is None:
-            return int(self.db.execute("SELECT count(*) FROM docs").fetchone()[0])
-        return int(self.db.execute("SELECT count(*) FROM docs WHERE kind = ?", (kind,)).fetchone()[0])
+        with self._lock:
+            if kind is None:
+                return int(self.db.execute("SELECT count(*) FROM docs").fetchone()[0])
+            return int(self.db.execute("SELECT count(*) FROM docs WHERE kind = ?", (kind,)).fetchone()[0])
 
     def search(self, query: str, *, kinds: Sequence[str] | None = None, connection: str | None = None,
                limit: int = 20, vector: bool = True, weights: Mapping[str, float] | None = None,

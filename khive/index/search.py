@@ -19,11 +19,11 @@ import orjson
 from khive.index.documents import DEFAULT_WEIGHTS, FIELDS
 from khive.index.embed import Embedder
 from khive.index.store import scope_token
+from khive.limits import distinct_words
 
 RRF_K = 60
 SNIPPET_TOKENS = 16
 MARK_OPEN, MARK_CLOSE = "**", "**"
-_WORD_RE = re.compile(r"\w+", re.UNICODE)
 _META_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -53,7 +53,7 @@ class Hit:
 
 def fts_query(text: str) -> str:
     """An FTS5 OR-query of the distinct words of ``text`` (each quoted, so no FTS syntax leaks in)."""
-    words = list(dict.fromkeys(word.lower() for word in _WORD_RE.findall(text)))
+    words = distinct_words(text)  # the same words limits.query_terms counts
     return " OR ".join(f'"{word}"' for word in words)
 
 

@@ -19,6 +19,7 @@ from ruamel.yaml.error import MarkedYAMLError
 
 from khive.connections.config import ConnectionConfig
 from khive.errors import ConfigError
+from khive.limits import Limits
 from khive.project.locate import CONFIG_NAME, STATE_DIR, find_project  # noqa: F401  (re-exported)
 from khive.project.yamldoc import line_of, plain
 from khive.textcheck import decode_error
@@ -108,6 +109,7 @@ class KhiveConfig(_Section):
     connections: dict[str, ConnectionConfig] = Field(default_factory=dict)
     index: IndexConfig = Field(default_factory=IndexConfig)
     wiki: WikiConfig = Field(default_factory=WikiConfig)
+    limits: Limits = Field(default_factory=Limits)  # input caps (khive/limits.py); raise one here
 
 
 def load_config(path: Path) -> KhiveConfig:

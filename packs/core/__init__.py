@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import anyio.to_thread
-
 from khive import __version__
 from khive.hookspecs import EmbedderSpec, PackInfo, WarmTask, hookimpl
 from khive.index import minilm
 from khive.index.embed import HashingEmbedder
+from khive.threads import run_blocking
 from khive.verbs import Verb
 from packs.core.verbs import VERBS
 
@@ -40,14 +39,14 @@ def khive_warm(runtime: Any) -> Sequence[WarmTask]:
     """A warm process (the daemon) opens the shared index and walks its sources before anyone searches."""
 
     async def warm_index() -> None:
-        index = runtime.index  # opened on the event loop's thread, as a request would open it
-        # The walk and the vector table load run in a worker; a search that arrives meanwhile waits
-        # on the index's own lock, nothing else does.
-        await anyio.to_thread.run_sync(_prime, index)
+        # Opening, the walk and the vector table load run in a worker, as a request's would; a search
+        # that arrives meanwhile waits on the index's own lock, nothing else does.
+        await run_blocking(_prime, runtime)
 
     return [WarmTask("index", warm_index, resources=("index",))]
 
 
-def _prime(index: Any) -> None:
+def _prime(runtime: Any) -> None:
+    index = runtime.index
     index.refresh()
     index.search("khive", limit=1)  # loads the vector table and exercises the embedder once

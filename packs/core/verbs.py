@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import anyio.to_thread
 from pydantic import Field
 
 from khive.audit.store import AuditQuery
@@ -20,6 +19,7 @@ class VerbsParams(Params):
 
 async def list_verbs(params: VerbsParams, ctx: Context) -> dict[str, Any]:
     """List every verb with its one-line doc and visibility."""
+    # async and inline: it reads only the in-memory registry, so it never waits for a worker (ADR 0027)
     catalogue = [
         {"verb": verb.name, "pack": verb.pack, "doc": verb.summary, "visibility": verb.visibility.value}
         for name, verb in sorted(ctx.runtime.registry.verbs.items())
@@ -34,14 +34,13 @@ class PingParams(Params):
 
 async def ping(params: PingParams, ctx: Context) -> dict[str, Any]:
     """Answer immediately; echoes its argument (a no-op for checks and benchmarks)."""
+    # async: answered by the event loop itself, however busy the worker threads are (ADR 0027)
     return {"pong": True, "echo": params.echo}
 
 
-async def overview(params: NoParams, ctx: Context) -> dict[str, Any]:
+def overview(params: NoParams, ctx: Context) -> dict[str, Any]:
     """What is here: connections and what each holds, last scan and ingest, counts, and what is stale (cheap)."""
-    # File reads only, but many of them: off the event loop.
-    result: dict[str, Any] = await anyio.to_thread.run_sync(collect_overview, ctx.runtime)
-    return result
+    return collect_overview(ctx.runtime)  # file reads: a plain def runs in a worker thread (ADR 0027)
 
 
 class AuditQueryParams(Params):
@@ -56,6 +55,7 @@ class AuditQueryParams(Params):
 
 async def audit_query(params: AuditQueryParams, ctx: Context) -> dict[str, Any]:
     """Read the audit trail back, newest first (operator)."""
+    # async: the audit store's API is async (the PostgreSQL store awaits its driver; ADR 0027)
     events = await ctx.runtime.audit.query(AuditQuery(**params.model_dump()))
     return {"events": [event.to_dict() for event in events], "count": len(events)}
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from khive import budget
 from khive.errors import InvalidArgs, NotFound, OpError
+from khive.project.yamldoc import safe_yaml
 from packs.discover.refs import discover_kind, public_id, raw_fields, summary_of
 from packs.discover.text import cap, snippet_around, split_words
 
@@ -160,7 +160,7 @@ def usage(project_files: Any, root: dict[str, Any]) -> dict[str, Any] | None:
     if not text:
         return None
     try:
-        data = YAML(typ="safe").load(text) or {}
+        data = safe_yaml().load(text) or {}
     except YAMLError:
         return None
     if kind == "sl_source":

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from khive.context import Context
+from khive.limits import BUDGET_TOKENS_MAX, QueryText, searched
 from khive.verbs import NoParams, Params, Verb
 from packs.discover import doctor, lookup, render, search
 
@@ -16,17 +17,18 @@ Format = Literal["json", "text"]
 
 
 class SearchParams(Params):
-    query: str = Field(min_length=1, description="what you are looking for, in words")
+    query: QueryText = Field(description="what you are looking for, in words")
     kinds: list[Kind] | None = Field(default=None, description="keep only these kinds (filtered after ranking)")
     connection: str | None = Field(default=None, description="scope raw-schema and semantic-layer refs")
     limit: int = Field(default=15, ge=1, le=50)
     explain: bool = Field(default=False, description="lane ranks, raw scores, matched terms and every bonus")
-    budget_tokens: int | None = Field(default=None, ge=1, description="shed sections until the payload fits")
+    budget_tokens: int | None = Field(default=None, ge=1, le=BUDGET_TOKENS_MAX,
+                                      description="shed sections until the payload fits")
     format: Format = "json"
     include_recaps: bool = Field(default=False, description="also recap pages (recent ones first)")
 
 
-async def search_verb(params: SearchParams, ctx: Context) -> Any:
+def search_verb(params: SearchParams, ctx: Context) -> Any:
     """Ranked refs across wiki, semantic layer and raw schema: score 0..1, snippet, matchedOn, uncovered terms."""
     payload = search.run(ctx.runtime.index, query=params.query, kinds=params.kinds, connection=params.connection,
                          limit=params.limit, explain=params.explain, budget_tokens=params.budget_tokens,
@@ -37,15 +39,16 @@ async def search_verb(params: SearchParams, ctx: Context) -> Any:
 
 
 class LookupParams(Params):
-    id: str = Field(min_length=1,
-                    description="a ref id or docId, a qualified table/column name, a wiki key, an SL name")
+    id: Annotated[str, searched("the id")] = Field(  # an unknown id is searched for, word by word
+        min_length=1, description="a ref id or docId, a qualified table/column name, a wiki key, an SL name")
     depth: int = Field(default=1, ge=1, le=3, description="how many hops of neighbours")
     connection: str | None = Field(default=None, description="when a name exists in several connections")
-    budget_tokens: int | None = Field(default=None, ge=1, description="shed sections until the payload fits")
+    budget_tokens: int | None = Field(default=None, ge=1, le=BUDGET_TOKENS_MAX,
+                                      description="shed sections until the payload fits")
     format: Format = "json"
 
 
-async def lookup_verb(params: LookupParams, ctx: Context) -> Any:
+def lookup_verb(params: LookupParams, ctx: Context) -> Any:
     """One entity: neighbours by relation within depth, covering documents, usage, evidence (paths, hashes)."""
     payload = lookup.run(ctx.runtime.index, ctx.runtime.files, ident=params.id, depth=params.depth,
                          connection=params.connection, user=ctx.user_name, budget_tokens=params.budget_tokens)
@@ -54,7 +57,7 @@ async def lookup_verb(params: LookupParams, ctx: Context) -> Any:
     return payload
 
 
-async def doctor_verb(params: NoParams, ctx: Context) -> Any:
+def doctor_verb(params: NoParams, ctx: Context) -> Any:
     """What retrieval can see: reachability, connectivity, hit@3 over bench/retrieval-suite.json, a grade, findings."""
     index, today = ctx.runtime.index, dt.date.today()
 

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from ruamel.yaml import YAML
+
+from khive.project.yamldoc import safe_yaml
 
 LIVE = "live-database"
 
@@ -148,7 +149,7 @@ def _read_run(project: Path, connection: str) -> list[Row] | None:
 def _read_shards(project: Path, connection: str) -> list[Row]:
     folder = project / "_schema" / connection
     rows: list[Row] = []
-    yaml = YAML(typ="safe")
+    yaml = safe_yaml()
     for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
         data = yaml.load(path.read_text(encoding="utf-8")) or {}
         for name, entry in (data.get("tables") or {}).items():

@@ -4,7 +4,9 @@ Everything up to staging is deterministic and LLM-free (the reader applies the f
 are the staged inputs without a digest of the same content (``evidence.pending``); the provider digests
 them (``providers.py``); the projection then writes what the digests say into the shards, the SL sources
 and the pattern pages (``project``). An unchanged rerun stages byte-identical files, has no work units,
-digests nothing and rewrites no file.
+digests nothing and rewrites no file. The ingest is an orchestrator (ADR 0027): it reports progress and
+may wait on MCP sampling on the event loop, and runs every step that reads, parses or writes through
+``ctx.run_blocking``.
 """
 
 from __future__ import annotations
@@ -13,8 +15,6 @@ import os
 import time
 from datetime import UTC, date, datetime
 from typing import Any
-
-import anyio.to_thread
 
 from khive.context import Context
 from khive.errors import NotFound, OpError
@@ -54,7 +54,7 @@ async def _ingest(ctx: Context, connection: str, *, window_days: int | None, pro
     if window_days is not None:
         settings = settings.model_copy(update={"windowDays": window_days})
     chosen = provider or settings.provider
-    catalog = Catalog.from_project(runtime.project, connection)
+    catalog = await ctx.run_blocking(Catalog.from_project, runtime.project, connection)
     if not len(catalog):
         raise NotFound(f"connection {connection!r} has no scan to resolve table names against; run "
                        f"`khive scan {connection}` first", code="scan_missing", details={"connection": connection})
@@ -65,7 +65,7 @@ async def _ingest(ctx: Context, connection: str, *, window_days: int | None, pro
     workers = min(settings.concurrency, os.cpu_count() or 1)  # parsing is CPU-bound: no more than the cores
     dialect = history.DIALECTS[runtime.connection(connection).driver]
     primer = Primer(runtime.project, dialect, settings.redactionPatterns, workers, analysis=(catalog, search))
-    read = await anyio.to_thread.run_sync(lambda: history.read_history(runtime, connection, settings, primer=primer))
+    read = await ctx.run_blocking(history.read_history, runtime, connection, settings, primer=primer)
     errors = [f for f in read.findings if f.severity == "error"]
     if errors and not read.templates:
         raise OpError(f"cannot read the query history of {connection!r}: {errors[0].message}; fix: {errors[0].fix}",
@@ -83,7 +83,7 @@ async def _ingest(ctx: Context, connection: str, *, window_days: int | None, pro
         finally:
             cache.close()
 
-    batch = await anyio.to_thread.run_sync(parse)
+    batch = await ctx.run_blocking(parse)
     timings["parse_ms"] = _ms(clock)
     await ctx.progress(2, STEPS, f"{connection}: staging")
     clock = time.perf_counter()
@@ -94,10 +94,10 @@ async def _ingest(ctx: Context, connection: str, *, window_days: int | None, pro
         return stage(runtime.project, connection, sync_id, dialect=dialect, templates=read.templates, batch=batch,
                      bucketed=bucketed, findings=read.findings)
 
-    run = await anyio.to_thread.run_sync(staged)
-    previous = previous_manifest(runtime.project, connection, before=sync_id)
+    run = await ctx.run_blocking(staged)
+    previous = await ctx.run_blocking(previous_manifest, runtime.project, connection, before=sync_id)
     timings["stage_ms"] = _ms(clock)
-    units = evidence.pending(runtime.files, connection, run.manifest)
+    units = await ctx.run_blocking(evidence.pending, runtime.files, connection, run.manifest)
     await ctx.progress(3, STEPS, f"{connection}: {len(units)} work units ({chosen})")
     clock = time.perf_counter()
     digested = await digest_units(ctx, connection, run.path, units, chosen, catalog, settings,
@@ -105,11 +105,11 @@ async def _ingest(ctx: Context, connection: str, *, window_days: int | None, pro
     timings["digest_ms"] = _ms(clock)
     await ctx.progress(4, STEPS, f"{connection}: projecting usage and patterns")
     clock = time.perf_counter()
-    projected = await anyio.to_thread.run_sync(lambda: project(ctx, connection, run.manifest, settings))
+    projected = await ctx.run_blocking(project, ctx, connection, run.manifest, settings)
     timings["project_ms"] = _ms(clock)
     timings["total_ms"] = _ms(started)
     await ctx.progress(5, STEPS, f"{connection}: ingest {sync_id} done")
-    remaining = evidence.pending(runtime.files, connection, run.manifest)
+    remaining = await ctx.run_blocking(evidence.pending, runtime.files, connection, run.manifest)
     return {"connectionId": connection, "syncId": sync_id, "provider": chosen, "counts": run.manifest["counts"],
             "workUnits": len(units), "digests": digested["digests"], "rejected": digested["rejected"],
             "pendingUnits": [u.id for u in remaining], "vanishedTables": vanished(previous, run.manifest),

@@ -25,11 +25,10 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from khive.project.store import FileStore
-from khive.project.yamldoc import dump_frontmatter
+from khive.project.yamldoc import dump_frontmatter, safe_yaml
 from packs.historic_sql.projmemo import ProjectionMemo, fingerprint, text_hash
 
 PREFIX = "wiki/global/historic-sql/"
@@ -84,7 +83,7 @@ def _frontmatter(text: str) -> dict[str, Any] | None:
     if end < 0:
         return None
     try:
-        data = YAML(typ="safe").load(text[4:end + 1]) or {}
+        data = safe_yaml().load(text[4:end + 1]) or {}
     except YAMLError:
         return None
     return data if isinstance(data, dict) else None

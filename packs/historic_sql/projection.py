@@ -27,7 +27,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 
 from khive.project.store import FileStore
-from khive.project.yamldoc import schema_shard_yaml, semantic_layer_yaml
+from khive.project.yamldoc import safe_yaml, schema_shard_yaml, semantic_layer_yaml
 from packs.historic_sql.projmemo import ProjectionMemo, fingerprint, text_hash
 
 MANAGED = ("narrative", "frequencyTier", "commonFilters", "commonGroupBys", "commonJoins", "staleSince")
@@ -190,7 +190,7 @@ def sl_sources_by_table(files: FileStore, connection: str, tables: set[str]) -> 
     for key in tables:
         by_name.setdefault(key.rsplit(".", 1)[-1].lower(), []).append(key)
     out: dict[str, list[str]] = {}
-    yaml = YAML(typ="safe")
+    yaml = safe_yaml()
     for path in files.list(f"semantic-layer/{connection}/", suffix=".yaml"):
         try:
             data = yaml.load(files.read_text(path) or "") or {}

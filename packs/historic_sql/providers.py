@@ -69,7 +69,7 @@ async def digest_units(ctx: Context, connection: str, run: Path, units: list[Wor
     limiter = anyio.CapacityLimiter(ingest_settings.concurrency)  # requests to the client's LLM at once
 
     async def one(unit: WorkUnit) -> None:
-        inputs = await anyio.to_thread.run_sync(unit_inputs, ctx, unit, run, catalog)
+        inputs = await ctx.run_blocking(unit_inputs, ctx, unit, run, catalog)
         output: UsageOutput | PatternsOutput | None = None
         used = "deterministic"
         if sampling:
@@ -86,8 +86,7 @@ async def digest_units(ctx: Context, connection: str, run: Path, units: list[Wor
                 output, used = parsed, "sampling"
         if output is None:
             output = deterministic(unit, inputs)
-        await anyio.to_thread.run_sync(lambda: evidence.store(ctx.runtime.files, unit, output, used,
-                                                              author=ctx.principal))
+        await ctx.run_blocking(evidence.store, ctx.runtime.files, unit, output, used, author=ctx.principal)
         counts[used] = counts.get(used, 0) + 1
 
     async with anyio.create_task_group() as group:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import anyio.to_thread
 import orjson
 from pydantic import Field
 
@@ -28,6 +27,7 @@ class IngestParams(Params):
 
 async def ingest_verb(params: IngestParams, ctx: Context) -> dict[str, Any]:
     """Read query history, stage per-table usage, digest the changed tables, project usage and patterns (operator)."""
+    # async: progress and MCP sampling need the event loop; its steps run through ctx.run_blocking (ADR 0027)
     return await ingest.ingest(ctx, params.connection, window_days=params.window_days, provider=params.provider)
 
 
@@ -35,7 +35,7 @@ class ConnectionParams(Params):
     connection: str
 
 
-async def status(params: ConnectionParams, ctx: Context) -> dict[str, Any]:
+def status(params: ConnectionParams, ctx: Context) -> dict[str, Any]:
     """The latest ingest's manifest summary, its pending work units and the run history."""
     ctx.runtime.connection(params.connection)
     manifest = ingest.latest_manifest(ctx, params.connection)
@@ -58,7 +58,7 @@ def _connections(ctx: Context, only: str | None) -> list[str]:
     return [name for name in sorted(ctx.runtime.config.connections) if sync_ids(ctx.runtime.project, name)]
 
 
-async def units(params: UnitsParams, ctx: Context) -> dict[str, Any]:
+def units(params: UnitsParams, ctx: Context) -> dict[str, Any]:
     """Pending work units with their inputs and the JSON schema of the output historic_sql.submit expects."""
     listed: list[dict[str, Any]] = []
     total = 0
@@ -72,7 +72,7 @@ async def units(params: UnitsParams, ctx: Context) -> dict[str, Any]:
         catalog = Catalog.from_project(ctx.runtime.project, connection)
         run = runs_dir(ctx.runtime.project, connection) / ids[-1]
         for unit in pending[: max(0, params.limit - len(listed))]:
-            listed.append(await anyio.to_thread.run_sync(describe, ctx, unit, run, catalog))
+            listed.append(describe(ctx, unit, run, catalog))
     return {"units": listed, "total": total,
             "next": "historic_sql.submit(unit=<unit>, output={...matching outputSchema...})" if listed else None}
 
@@ -82,7 +82,7 @@ class SubmitParams(Params):
     output: dict[str, Any] = Field(description="the digest, matching the unit's outputSchema")
 
 
-async def submit(params: SubmitParams, ctx: Context) -> dict[str, Any]:
+def submit(params: SubmitParams, ctx: Context) -> dict[str, Any]:
     """Store an agent's digest of one work unit (validated), then project it into shards, sources and pages."""
     connection, kind, target, prefix = evidence.parse_unit(params.unit)
     ctx.runtime.connection(connection)
@@ -98,9 +98,8 @@ async def submit(params: SubmitParams, ctx: Context) -> dict[str, Any]:
     output = parse_output(kind, params.output)
     assert isinstance(output, UsageOutput | PatternsOutput)
     settings = ingest.settings_for(ctx, connection)
-    await anyio.to_thread.run_sync(lambda: evidence.store(ctx.runtime.files, unit, output, "agent",
-                                                          author=ctx.principal))
-    projected = await anyio.to_thread.run_sync(lambda: ingest.project(ctx, connection, manifest, settings))
+    evidence.store(ctx.runtime.files, unit, output, "agent", author=ctx.principal)
+    projected = ingest.project(ctx, connection, manifest, settings)
     remaining = evidence.pending(ctx.runtime.files, connection, manifest)
     return {"unit": unit.id, "stored": True, "projection": projected, "pendingUnits": len(remaining)}
 
@@ -112,15 +111,16 @@ class DigestParams(Params):
 
 async def digest_verb(params: DigestParams, ctx: Context) -> dict[str, Any]:
     """Digest the pending work units of the latest ingest with your own LLM (MCP sampling), then project them."""
+    # async: it waits on the caller's MCP sampling; its reads and writes run through ctx.run_blocking (ADR 0027)
     ctx.runtime.connection(params.connection)
-    manifest = ingest.latest_manifest(ctx, params.connection)
-    pending = evidence.pending(ctx.runtime.files, params.connection, manifest)
-    catalog = Catalog.from_project(ctx.runtime.project, params.connection)
+    manifest = await ctx.run_blocking(ingest.latest_manifest, ctx, params.connection)
+    pending = await ctx.run_blocking(evidence.pending, ctx.runtime.files, params.connection, manifest)
+    catalog = await ctx.run_blocking(Catalog.from_project, ctx.runtime.project, params.connection)
     run = runs_dir(ctx.runtime.project, params.connection) / manifest["syncId"]
     settings = ingest.settings_for(ctx, params.connection)
     done = await digest_units(ctx, params.connection, run, pending, params.provider, catalog, settings)
-    projected = await anyio.to_thread.run_sync(lambda: ingest.project(ctx, params.connection, manifest, settings))
-    remaining = evidence.pending(ctx.runtime.files, params.connection, manifest)
+    projected = await ctx.run_blocking(ingest.project, ctx, params.connection, manifest, settings)
+    remaining = await ctx.run_blocking(evidence.pending, ctx.runtime.files, params.connection, manifest)
     return {"connectionId": params.connection, "syncId": manifest["syncId"], "workUnits": len(pending), **done,
             "pendingUnits": [u.id for u in remaining], "projection": projected}
 
@@ -130,7 +130,7 @@ class UsageParams(Params):
     table: str = Field(description="schema.table, or a table name that is unique in the connection")
 
 
-async def usage(params: UsageParams, ctx: Context) -> dict[str, Any]:
+def usage(params: UsageParams, ctx: Context) -> dict[str, Any]:
     """One table's usage digest plus its staged bands and exact totals from the latest ingest."""
     ctx.runtime.connection(params.connection)
     manifest = ingest.latest_manifest(ctx, params.connection)
@@ -166,7 +166,7 @@ class PatternsParams(Params):
     include_stale: bool = False
 
 
-async def patterns(params: PatternsParams, ctx: Context) -> dict[str, Any]:
+def patterns(params: PatternsParams, ctx: Context) -> dict[str, Any]:
     """Cross-table pattern pages (wiki historic-sql/<slug>): title, tables, templates, staleness."""
     out = []
     for connection in _connections(ctx, params.connection):
@@ -182,7 +182,7 @@ async def patterns(params: PatternsParams, ctx: Context) -> dict[str, Any]:
     return {"patterns": out, "count": len(out)}
 
 
-async def probe(params: ConnectionParams, ctx: Context) -> dict[str, Any]:
+def probe(params: ConnectionParams, ctx: Context) -> dict[str, Any]:
     """The query-history setup of a connection: pg_stat_statements probe findings, each with severity and fix."""
     connection = ctx.runtime.connection(params.connection)
     settings = ingest.settings_for(ctx, params.connection)
@@ -197,7 +197,7 @@ async def probe(params: ConnectionParams, ctx: Context) -> dict[str, Any]:
                          "message": f"query log {log}" + ("" if ok else " does not exist"),
                          "fix": "" if ok else "point historicSql.queryLog at the exported JSONL/CSV log"})
     elif connection.driver == "postgres":
-        findings += await anyio.to_thread.run_sync(_postgres_probe, ctx, params.connection, settings)
+        findings += _postgres_probe(ctx, params.connection, settings)
     elif connection.driver in ("sqlite", "duckdb"):
         findings.append({"severity": "warning", "code": "no_history_source",
                          "message": f"{connection.driver} keeps no query history",

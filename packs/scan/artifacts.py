@@ -7,6 +7,7 @@ schema and name) and ``scan-report.json`` (ADR 0021). Runs written before ADR 00
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -60,12 +61,16 @@ def read_run_tables(project: Path, connection: str, sync_id: str) -> dict[str, d
 def cached_run_tables(runtime: Any, connection: str, sync_id: str) -> dict[str, dict[str, Any]]:
     """A run's table artifacts; runs are immutable, so a warm process reads each one once (last 4 kept)."""
     runs: dict[tuple[str, str], dict[str, dict[str, Any]]] = runtime.services.setdefault("scan.runs", {})
+    guard: threading.Lock = runtime.services.setdefault("scan.runs.lock", threading.Lock())  # verbs run in threads
     key = (connection, sync_id)
-    if key not in runs:
-        runs[key] = read_run_tables(runtime.project, connection, sync_id)
-        while len(runs) > 4:
-            runs.pop(next(iter(runs)))
-    return runs[key]
+    found = runs.get(key)
+    if found is None:
+        found = read_run_tables(runtime.project, connection, sync_id)
+        with guard:
+            runs[key] = found
+            while len(runs) > 4:
+                runs.pop(next(iter(runs)))
+    return found
 
 
 def read_report(project: Path, connection: str, sync_id: str) -> dict[str, Any]:

@@ -1,4 +1,8 @@
-"""One scan run: read the catalog, sample, infer relationships, diff, write artifacts and shards."""
+"""One scan run: read the catalog, sample, infer relationships, diff, write artifacts and shards.
+
+``scan.run`` is an orchestrator (ADR 0027): it stays on the event loop to report progress between
+steps, and every step (database reads, inference, the diff, the writes) runs through ``ctx.run_blocking``.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,6 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
-
-import anyio.to_thread
 
 from khive.connections.catalog import ColumnSample
 from khive.context import Context
@@ -81,7 +83,7 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
     config = runtime.connection(connection)
     timings: dict[str, float] = {}
     started = time.perf_counter()
-    previous = latest_sync(runtime.project, connection)
+    previous = await ctx.run_blocking(latest_sync, runtime.project, connection)
     # The previous run is read while the database works on the catalog queries (the diff needs it later).
     reader = ThreadPoolExecutor(max_workers=1)
     before_read = reader.submit(read_run_tables, runtime.project, connection, previous) if previous else None
@@ -90,7 +92,7 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
         driver = lease.driver
         await ctx.progress(0, 4, f"{connection}: reading the catalog")
         clock = time.perf_counter()
-        snapshot = await anyio.to_thread.run_sync(driver.read_catalog)
+        snapshot = await ctx.run_blocking(driver.read_catalog)
         timings["catalog_ms"] = _ms(clock)
         tables = list(snapshot.tables)
         samples: list[ColumnSample] = []
@@ -98,27 +100,31 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
         if config.sample_values.enabled and tables:
             for start in range(0, len(tables), SAMPLE_BATCH):
                 batch = tables[start : start + SAMPLE_BATCH]
-                samples.extend(await anyio.to_thread.run_sync(driver.sample, batch))
+                samples.extend(await ctx.run_blocking(driver.sample, batch))
                 await ctx.progress(1 + (start + len(batch)) / len(tables), 4,
                                    f"{connection}: sampled {start + len(batch)}/{len(tables)} tables")
         timings["samples_ms"] = _ms(clock)
 
     clock = time.perf_counter()
     snapshot = snapshot.model_copy(update={"samples": tuple(samples)})
-    inferred = [relationship_dict(rel) for rel in infer_relationships(snapshot)]
+    inferred = await ctx.run_blocking(lambda: [relationship_dict(rel) for rel in infer_relationships(snapshot)])
     timings["inference_ms"] = _ms(clock)
     await ctx.progress(2, 4, f"{connection}: {len(inferred)} inferred relationships")
 
     clock = time.perf_counter()
-    sample_map = {(s.db, s.table, s.column): s.model_dump(mode="json", by_alias=True) for s in samples}
-    by_table: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for rel in inferred:
-        by_table.setdefault((rel["fromDb"], rel["fromTable"]), []).append(rel)
-    artifacts = [table_artifact(t, sample_map, by_table.get((t.db, t.name), [])) for t in tables]
+
+    def assemble() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """Every table's artifact, and the diff against the previous run."""
+        sample_map = {(s.db, s.table, s.column): s.model_dump(mode="json", by_alias=True) for s in samples}
+        by_table: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for rel in inferred:
+            by_table.setdefault((rel["fromDb"], rel["fromTable"]), []).append(rel)
+        built = [table_artifact(t, sample_map, by_table.get((t.db, t.name), [])) for t in tables]
+        before = before_read.result() if before_read is not None else {}
+        return built, diff_runs(before, {f"{data['db']}.{data['name']}": data for data in built})
+
+    artifacts, diff = await ctx.run_blocking(assemble)
     sync_id = new_sync_id()
-    before = await anyio.to_thread.run_sync(before_read.result) if before_read is not None else {}
-    after = {f"{data['db']}.{data['name']}": data for data in artifacts}
-    diff = diff_runs(before, after)
     accepted = sum(1 for rel in inferred if rel["tier"] == "accepted")
     report: dict[str, Any] = {
         "syncId": sync_id, "runId": uuid.uuid4().hex, "trigger": trigger, "connection": connection,
@@ -149,7 +155,7 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
             timings["total_ms"] = _ms(started)
             run.write(REPORT_FILE, json_bytes(report))
 
-    await anyio.to_thread.run_sync(write)
+    await ctx.run_blocking(write)
     await ctx.progress(4, 4, f"{connection}: scan {sync_id} done")
     return report
 

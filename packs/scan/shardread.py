@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from ruamel.yaml import YAML
 
-from khive.project.config import STATE_DIR
+from khive.project.locate import STATE_DIR
 from khive.project.store import FileStore
+from khive.project.yamldoc import safe_yaml
 from packs.scan.shards import group_entries, read_state, shard_path, text_digest
 
 
@@ -57,7 +57,7 @@ class ShardReader:
                 return data
         except (FileNotFoundError, orjson.JSONDecodeError):
             pass
-        loaded = YAML(typ="safe").load(raw.decode("utf-8"))
+        loaded = safe_yaml().load(raw.decode("utf-8"))
         data = loaded if isinstance(loaded, dict) else {}
         _keep(kept, digest, data)
         return data

@@ -24,6 +24,7 @@ class ExecuteParams(Params):
 
 async def execute(params: ExecuteParams, ctx: Context) -> dict[str, Any]:
     """Run one read-only statement (SELECT / WITH / VALUES / EXPLAIN); rows limited, values as docs/values.md says."""
+    # async: the database wait is awaited (run_read_only parses and runs in worker threads; ADR 0027)
     ran = await run_read_only(ctx.runtime, params.connection, params.sql, limit=params.limit,
                               timeout_s=params.timeout_s)
     result, wrapped, decision = ran.result, ran.sql, ran.decision
@@ -38,7 +39,7 @@ class ValidateParams(Params):
     dialect: Dialect = "postgres"
 
 
-async def validate(params: ValidateParams, ctx: Context) -> dict[str, Any]:
+def validate(params: ValidateParams, ctx: Context) -> dict[str, Any]:
     """Check whether sql.execute would accept a statement, and why not."""
     return asdict(check_sql(params.sql, params.dialect))
 

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from khive.context import Context
 from khive.errors import NotFound
+from khive.limits import OptionalQueryText
 from khive.verbs import NoParams, Params, Verb, Visibility
 from packs.scan.artifacts import cached_run_tables, latest_sync, read_report, sync_ids
 from packs.scan.diff import diff_runs
@@ -35,7 +36,7 @@ def _require_scan(ctx: Context, connection: str) -> str:
     return sync
 
 
-async def connections(params: NoParams, ctx: Context) -> dict[str, Any]:
+def connections(params: NoParams, ctx: Context) -> dict[str, Any]:
     """List configured connections with driver, description, last scan and table count."""
     out = []
     for name, config in sorted(ctx.runtime.config.connections.items()):
@@ -53,11 +54,12 @@ class ConnectionParams(Params):
 
 async def run(params: ConnectionParams, ctx: Context) -> dict[str, Any]:
     """Scan a live database into raw-sources/ artifacts and _schema/ shards (operator)."""
+    # async: it reports progress between steps, and each step runs through ctx.run_blocking (ADR 0027)
     transport = ctx.transport
     return await run_scan(ctx, params.connection, trigger=transport)
 
 
-async def status(params: ConnectionParams, ctx: Context) -> dict[str, Any]:
+def status(params: ConnectionParams, ctx: Context) -> dict[str, Any]:
     """The latest scan's report and the run history of a connection."""
     sync = _require_scan(ctx, params.connection)
     report = read_report(ctx.runtime.project, params.connection, sync)
@@ -67,7 +69,7 @@ async def status(params: ConnectionParams, ctx: Context) -> dict[str, Any]:
 class TablesParams(Params):
     connection: str
     schema_: str | None = Field(default=None, alias="schema", description="only this schema")
-    query: str | None = Field(default=None, description="rank tables by relevance to these words")
+    query: OptionalQueryText = Field(default=None, description="rank tables by relevance to these words")
     limit: int = Field(default=200, ge=1, le=10_000)
 
 
@@ -76,7 +78,7 @@ def _shard_tables(ctx: Context, connection: str, sync: str) -> dict[str, dict[st
                              _shard_cache(ctx))
 
 
-async def tables(params: TablesParams, ctx: Context) -> dict[str, Any]:
+def tables(params: TablesParams, ctx: Context) -> dict[str, Any]:
     """Tables of the latest scan: name, kind, comment, row estimate, column count."""
     sync = _require_scan(ctx, params.connection)
     entries = _shard_tables(ctx, params.connection, sync)
@@ -100,7 +102,7 @@ class EntityParams(Params):
     column: str | None = None
 
 
-async def entity(params: EntityParams, ctx: Context) -> dict[str, Any]:
+def entity(params: EntityParams, ctx: Context) -> dict[str, Any]:
     """Everything known about a table (or one column): columns, keys, FKs in and out, samples, usage."""
     sync = _require_scan(ctx, params.connection)
     artifacts = _run_tables(ctx, params.connection, sync)
@@ -129,7 +131,7 @@ async def entity(params: EntityParams, ctx: Context) -> dict[str, Any]:
     if column is None:
         names = ", ".join(c["name"] for c in table["columns"])
         raise NotFound(f"table {key} has no column {params.column!r}; columns: {names}", code="column_not_found")
-    shard_column = next((c for c in shard.get("columns") or [] if c.get("name") == column["name"]), {})
+    shard_column: dict[str, Any] = next((c for c in shard.get("columns") or [] if c.get("name") == column["name"]), {})
     extra = {k: v for k, v in shard_column.items() if k not in column}
     return {**{k: result[k] for k in ("connectionId", "syncId", "id", "tableRef", "usage")},
             "column": {**column, **extra},
@@ -160,7 +162,7 @@ class DiffParams(Params):
     to: str | None = Field(default=None, description="sync id (default: the latest)")
 
 
-async def diff(params: DiffParams, ctx: Context) -> dict[str, Any]:
+def diff(params: DiffParams, ctx: Context) -> dict[str, Any]:
     """Tables and columns added, modified, deleted and unchanged between two scans."""
     _require_scan(ctx, params.connection)
     history = sync_ids(ctx.runtime.project, params.connection)

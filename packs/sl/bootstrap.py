@@ -15,14 +15,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 from sqlglot import exp
 
 from khive.context import Context
 from khive.errors import NotFound, WriteConflict
-from khive.project.yamldoc import plain
+from khive.project.yamldoc import plain, safe_yaml
 from packs.sl.index import known_sources
 from packs.sl.models import NAME_RE, Source
 from packs.sl.store import dump_yaml, list_sources, load_yaml, source_path, to_commented
@@ -40,7 +39,7 @@ def read_shards(files: Any, connection: str) -> dict[str, dict[str, Any]]:
     """``db.name`` -> shard entry of every live table of the connection (read as files, not through scan)."""
     out: dict[str, dict[str, Any]] = {}
     for path in files.list(f"_schema/{connection}/", suffix=".yaml"):
-        data = YAML(typ="safe").load(files.read_text(path) or "") or {}
+        data = safe_yaml().load(files.read_text(path) or "") or {}
         for name, entry in (data.get("tables") or {}).items():
             if isinstance(entry, dict) and not entry.get("droppedInSync"):
                 out[f"{data.get('schema')}.{name}"] = {**entry, "db": str(data.get("schema")), "name": str(name)}
@@ -261,7 +260,7 @@ def _put(node: CommentedMap, key: str, value: Any) -> None:
     node.insert(position, key, value)
 
 
-async def bootstrap_connection(ctx: Context, connection: str) -> dict[str, Any]:
+def bootstrap_connection(ctx: Context, connection: str) -> dict[str, Any]:
     runtime = ctx.runtime
     dialect = runtime.connection(connection).driver
     files = runtime.files

@@ -3,14 +3,15 @@
 Sources are read from ``semantic-layer/<connection>/*.yaml`` on every call (they are small and an
 agent may just have edited one); reading and compiling run in a worker thread, off the event loop.
 ``sl.query`` runs the compiled statement exactly as ``sql.execute`` runs an agent's: the read-only
-gate, a row limit, a read-only driver session in a worker thread.
+gate, a row limit, a read-only driver session in a worker thread. ``sl.compile`` is a plain function
+(the dispatcher runs it in a worker); ``sl.query`` is an orchestrator whose compile step goes
+through ``ctx.run_blocking`` (ADR 0027).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-import anyio.to_thread
 from pydantic import Field
 
 from khive.connections.readonly import TIMEOUT_DOC, run_read_only
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 
 Include = Literal["sql", "plan"]
+MAX_ITEMS = 100  # measures, dimensions, filters, ...: each one is planned and parsed; no query needs more
 
 
 def load_sources(runtime: Runtime, connection: str) -> tuple[dict[str, Source], list[str]]:
@@ -55,12 +57,17 @@ def load_sources(runtime: Runtime, connection: str) -> tuple[dict[str, Source], 
 class CompileParams(Params):
     connection: str
     measures: list[str | AdHocMeasure] = Field(
-        min_length=1, description="source.measure names (unqualified when unique) or {name, agg, expr, source}")
-    dimensions: list[str] = Field(default_factory=list, description="source.column names to group by")
-    filters: list[str] = Field(default_factory=list, description="SQL predicates over source.column names")
-    segments: list[str] = Field(default_factory=list, description="source.segment names (named filters)")
+        min_length=1, max_length=MAX_ITEMS,
+        description="source.measure names (unqualified when unique) or {name, agg, expr, source}")
+    dimensions: list[str] = Field(default_factory=list, max_length=MAX_ITEMS,
+                                  description="source.column names to group by")
+    filters: list[str] = Field(default_factory=list, max_length=MAX_ITEMS,
+                               description="SQL predicates over source.column names")
+    segments: list[str] = Field(default_factory=list, max_length=MAX_ITEMS,
+                                description="source.segment names (named filters)")
     time_grain: Literal["day", "week", "month", "quarter", "year"] | None = None
-    order_by: list[str] = Field(default_factory=list, description="measure or dimension names, optional ' desc'")
+    order_by: list[str] = Field(default_factory=list, max_length=MAX_ITEMS,
+                                description="measure or dimension names, optional ' desc'")
     limit: int | None = Field(default=None, ge=1, description="LIMIT of the compiled query")
     include: list[Include] = Field(default_factory=lambda: list[Include](["sql"]), description="sql and/or plan")
 
@@ -90,9 +97,9 @@ def _shaped(params: CompileParams, compiled: Compiled, problems: list[str]) -> d
     return result
 
 
-async def sl_compile(params: CompileParams, ctx: Context) -> dict[str, Any]:
+def sl_compile(params: CompileParams, ctx: Context) -> dict[str, Any]:
     """Compile measures by dimensions to SQL for a connection; include=["sql", "plan"] adds the join plan."""
-    compiled, problems, _ = await anyio.to_thread.run_sync(_compile, params, ctx)
+    compiled, problems, _ = _compile(params, ctx)
     return _shaped(params, compiled, problems)
 
 
@@ -103,7 +110,7 @@ class QueryParams(CompileParams):
 
 async def sl_query(params: QueryParams, ctx: Context) -> dict[str, Any]:
     """Compile measures by dimensions and run the SQL read-only; returns columns, rows, truncated and the SQL."""
-    compiled, problems, _ = await anyio.to_thread.run_sync(_compile, params, ctx)
+    compiled, problems, _ = await ctx.run_blocking(_compile, params, ctx)
     ran = await run_read_only(ctx.runtime, params.connection, compiled.sql, limit=params.max_rows,
                               timeout_s=params.timeout_s)
     result, shaped = ran.result, _shaped(params, compiled, problems)

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ruamel.yaml import YAML
 from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError
 
 from khive.errors import NotFound, OpError
+from khive.project.yamldoc import round_trip_yaml
 
 SKIP_DIRS = frozenset({"target", "dbt_packages", "dbt_modules", "logs", "node_modules", "venv", "__pycache__"})
 YAML_SUFFIXES = (".yml", ".yaml")
@@ -226,7 +226,7 @@ class _Reader:
 
     def read_yaml(self, relative: str, text: str) -> None:
         self.file = relative
-        yaml = YAML(typ="rt")
+        yaml = round_trip_yaml()
         try:
             documents = list(yaml.load_all(text))
         except MarkedYAMLError as exc:

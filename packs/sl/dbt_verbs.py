@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from functools import partial
 from pathlib import Path
 from typing import Any
 
-import anyio
 from pydantic import Field
 
 from khive.context import Context
@@ -34,7 +32,7 @@ class ImportParams(Params):
     overwrite: bool = Field(default=False, description="replace existing files instead of merging into them")
 
 
-async def import_dbt(params: ImportParams, ctx: Context) -> dict[str, Any]:
+def import_dbt(params: ImportParams, ctx: Context) -> dict[str, Any]:
     """Import dbt/MetricFlow semantic models and metrics as sources of one connection (operator).
 
     One source per semantic model, written to semantic-layer/<connection>/<name>.yaml. Existing files
@@ -47,10 +45,9 @@ async def import_dbt(params: ImportParams, ctx: Context) -> dict[str, Any]:
     root = Path(params.path)
     if not root.is_absolute():
         root = runtime.project / root
-    job = partial(run_import, runtime.files, root, connection=params.connection, schema=params.schema_,
-                  dry_run=params.dry_run, overwrite=params.overwrite, author=ctx.principal,
-                  dialect=runtime.connection(params.connection).driver)
-    result: dict[str, Any] = await anyio.to_thread.run_sync(job)
+    result = run_import(runtime.files, root, connection=params.connection, schema=params.schema_,
+                        dry_run=params.dry_run, overwrite=params.overwrite, author=ctx.principal,
+                        dialect=runtime.connection(params.connection).driver)
     if not params.dry_run and (result["created"] or result["updated"]):
         runtime.index.refresh()  # sl.search and sl.read see the new sources at once (as after sl.write)
     return result

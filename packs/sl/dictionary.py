@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from ruamel.yaml import YAML
 
+from khive.project.yamldoc import safe_yaml
 from khive.runtime import Runtime
 from packs.sl.index import DIMENSION_KIND, indexed_sources
 
@@ -77,7 +77,7 @@ def scan_profiles(runtime: Runtime, connection: str) -> tuple[list[Profile], str
         return profiles, sync, "artifacts"
     shards = files.list(f"_schema/{connection}/", suffix=".yaml")
     for path in shards:
-        data = YAML(typ="safe").load(files.read_text(path) or "") or {}
+        data = safe_yaml().load(files.read_text(path) or "") or {}
         for name, entry in (data.get("tables") or {}).items():
             if not isinstance(entry, dict) or entry.get("droppedInSync"):
                 continue

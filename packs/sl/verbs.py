@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
 from khive.context import Context
-from khive.errors import NotFound, OpError
+from khive.errors import InvalidArgs, NotFound, OpError
 from khive.index.documents import words
+from khive.limits import OptionalQueryText, QueryText, capped, check
+from khive.project.yamldoc import YamlLimitError, plain, safe_yaml
 from khive.verbs import Params, Verb, Visibility
 from packs.sl.bootstrap import bootstrap_connection
 from packs.sl.dictionary import dictionary_search
@@ -31,7 +33,6 @@ from packs.sl.store import (
     file_data,
     list_sources,
     load_yaml,
-    plain,
     source_path,
     to_commented,
     write_key,
@@ -56,8 +57,8 @@ def _dialect(ctx: Context, connection: str) -> str:
 
 class ListParams(Params):
     connection: str | None = None
-    query: str | None = Field(default=None, description="keep sources whose name, table or description "
-                                                        "contains this text (case-insensitive)")
+    query: OptionalQueryText = Field(default=None, description="keep sources whose name, table or description "
+                                                               "contains this text (case-insensitive)")
     limit: int = Field(default=200, ge=1, le=5000)
 
 
@@ -68,7 +69,7 @@ def _summary(meta: dict[str, Any]) -> dict[str, Any]:
             "frequencyTier": meta.get("frequencyTier")}
 
 
-async def list_sources_verb(params: ListParams, ctx: Context) -> dict[str, Any]:
+def list_sources_verb(params: ListParams, ctx: Context) -> dict[str, Any]:
     """List sources: name, connectionId, table, description, counts of columns/measures/joins."""
     index = ctx.runtime.index
     needle = (params.query or "").casefold()
@@ -86,12 +87,12 @@ async def list_sources_verb(params: ListParams, ctx: Context) -> dict[str, Any]:
 
 
 class SearchParams(Params):
-    query: str = Field(min_length=1)
+    query: QueryText
     connection: str | None = None
     limit: int = Field(default=10, ge=1, le=100)
 
 
-async def search(params: SearchParams, ctx: Context) -> dict[str, Any]:
+def search(params: SearchParams, ctx: Context) -> dict[str, Any]:
     """Search sources (names, descriptions, columns, measures, usage): score 0..1 and a snippet with **marks**."""
     index = ctx.runtime.index
     hits = index.search(params.query, kinds=[SOURCE_KIND], connection=params.connection, limit=params.limit)
@@ -136,7 +137,7 @@ def _locate(ctx: Context, name: str, connection: str | None) -> tuple[str, str]:
                    code="source_not_found", details={"name": name, "closest": close})
 
 
-async def read(params: ReadParams, ctx: Context) -> dict[str, Any]:
+def read(params: ReadParams, ctx: Context) -> dict[str, Any]:
     """Read a source as YAML (comments kept) or JSON, with its reference problems and wiki backlinks."""
     connection, path = _locate(ctx, params.name, params.connection)
     text = ctx.runtime.files.read_text(path) or ""
@@ -162,7 +163,8 @@ async def read(params: ReadParams, ctx: Context) -> dict[str, Any]:
 class WriteParams(Params):
     connection: str
     source: dict[str, Any] | None = Field(default=None, description="the source as an object (see sl.read format=json)")
-    yaml: str | None = Field(default=None, description="the whole source file as YAML text")
+    yaml: Annotated[str | None, capped("sl_source_chars", "the source YAML")] = Field(
+        default=None, description="the whole source file as YAML text")
     merge: bool = Field(default=False, description="source= only: patch the existing file (lists matched by name) "
                                                    "instead of replacing it")
 
@@ -179,11 +181,25 @@ class WriteParams(Params):
             name = self.source.get("name")
         else:
             try:
-                data = YAML(typ="safe").load(self.yaml or "")
+                data = safe_yaml().load(self.yaml or "")
+            except YamlLimitError:
+                raise  # an alias bomb or a document too deep: refused as limit_exceeded, never walked
             except YAMLError:
                 return None
             name = data.get("name") if isinstance(data, dict) else None
         return name if isinstance(name, str) and NAME_RE.match(name) else None
+
+    def claimed_name(self) -> str | None:
+        """The name the write key claims, read without parsing: keys are claimed on the event loop."""
+        if self.source is not None:
+            return self.target_name()
+        found = _TOP_NAME_RE.search(self.yaml or "")
+        return next((group for group in found.groups() if group), None) if found else None
+
+
+# A top-level `name:` line of a block-style source, its value plain or quoted: what sl.write's write key claims.
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_TOP_NAME_RE = re.compile(rf"""^name:[ \t]+(?:({_NAME})|"({_NAME})"|'({_NAME})')[ \t]*(?:#.*)?$""", re.MULTILINE)
 
 
 def _render(old: str | None, params: WriteParams) -> str:
@@ -212,6 +228,7 @@ def _check(ctx: Context, params: WriteParams, old: str | None) -> tuple[str, str
     """(path, text, problems) of the write ``params`` describes."""
     name = params.target_name()
     text = _render(old, params)
+    check("sl_source_chars", len(text), "the source as YAML")
     if name is None:
         path = f"{SL_ROOT}/{params.connection}/(unnamed).yaml"
         _, problems, _ = check_model(text, path)
@@ -226,12 +243,16 @@ def _no_name(path: str) -> Problem:
     return Problem(path, 1, "name", "the source has no valid name", "add name: (letters, digits and _)")
 
 
-async def write(params: WriteParams, ctx: Context) -> dict[str, Any]:
+def write(params: WriteParams, ctx: Context) -> dict[str, Any]:
     """Create or change a source (YAML comments kept); invalid sources are refused with file:line and fix."""
     _dialect(ctx, params.connection)
     name = params.target_name()
     if name is None:
         raise invalid_source(_check(ctx, params, None)[2])
+    if name != params.claimed_name():
+        raise InvalidArgs(f"sl.write: the source's name {name!r} must be on a top-level `name: {name}` line of "
+                          "its own (block style), so the write can claim it before the YAML is parsed",
+                          details={"field": "yaml", "name": name, "fix": f"start the YAML with `name: {name}`"})
     files = ctx.runtime.files
     path = source_path(params.connection, name)
     existed: list[bool] = []
@@ -249,7 +270,7 @@ async def write(params: WriteParams, ctx: Context) -> dict[str, Any]:
             "changed": result.changed, "sha256": result.sha256, "commit_error": result.commit_error}
 
 
-async def validate(params: WriteParams, ctx: Context) -> dict[str, Any]:
+def validate(params: WriteParams, ctx: Context) -> dict[str, Any]:
     """Check a source without writing it: every problem with file, line and fix."""
     _dialect(ctx, params.connection)
     name = params.target_name()
@@ -260,18 +281,18 @@ async def validate(params: WriteParams, ctx: Context) -> dict[str, Any]:
 
 
 def _write_keys(params: Any) -> list[str]:
-    return [write_key(params.connection, params.target_name() or "(unnamed)")]
+    return [write_key(params.connection, params.claimed_name() or "(unnamed)")]
 
 
 # -- dictionary / bootstrap ------------------------------------------------------------------
 
 class DictionaryParams(Params):
-    query: str = Field(min_length=1, description="a value to find, e.g. Acme Corp or refunded")
+    query: QueryText = Field(description="a value to find, e.g. Acme Corp or refunded")
     connection: str | None = None
     limit: int = Field(default=20, ge=1, le=200)
 
 
-async def dictionary(params: DictionaryParams, ctx: Context) -> dict[str, Any]:
+def dictionary(params: DictionaryParams, ctx: Context) -> dict[str, Any]:
     """Which columns hold a value: profiled samples of the latest scan and sources' values hints."""
     return dictionary_search(ctx.runtime, params.query, params.connection, params.limit)
 
@@ -280,9 +301,9 @@ class BootstrapParams(Params):
     connection: str
 
 
-async def bootstrap(params: BootstrapParams, ctx: Context) -> dict[str, Any]:
+def bootstrap(params: BootstrapParams, ctx: Context) -> dict[str, Any]:
     """Generate or extend one source per scanned table from the latest scan; never drops what people wrote."""
-    return await bootstrap_connection(ctx, params.connection)
+    return bootstrap_connection(ctx, params.connection)
 
 
 VERBS = (

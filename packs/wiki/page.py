@@ -7,10 +7,9 @@ from datetime import date
 from typing import Any
 
 from pydantic import ValidationError
-from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from khive.project.yamldoc import dump_frontmatter
+from khive.project.yamldoc import dump_frontmatter, safe_yaml
 from packs.wiki.models import USER_RE, Frontmatter, check_key
 
 GLOBAL = "global"
@@ -76,7 +75,7 @@ def parse_page(path: str, text: str) -> Page:
     data: Any = {}
     if raw is not None:
         try:
-            data = YAML(typ="safe").load(raw) or {}
+            data = safe_yaml().load(raw) or {}
         except YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = offset + (mark.line if mark is not None else 0) + 1

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from khive.context import Context
 from khive.errors import InvalidArgs, NotFound, OpError
+from khive.limits import QueryText, capped, current, invalid
 from khive.verbs import Params, Verb, Visibility
 from packs.wiki.index import WIKI_KIND, page_document
 from packs.wiki.models import Frontmatter, PageKey, PageKind, Relations, check_key
@@ -23,7 +24,7 @@ def _scope(scope: str, ctx: Context) -> str:
 
 class WriteParams(Params):
     key: PageKey = Field(description="path-like page key, e.g. historic-sql/orders-by-region")
-    body: str = Field(default="", description="markdown body")
+    body: Annotated[str, capped("wiki_body_chars", "the page body")] = Field(default="", description="markdown body")
     summary: str = ""
     title: str | None = None
     tags: list[str] = Field(default_factory=list)
@@ -37,8 +38,28 @@ class WriteParams(Params):
     archived: bool = False
     date: dt.date | None = Field(default=None, description="required for recap pages")
 
+    @model_validator(mode="after")
+    def _frontmatter_size(self) -> WriteParams:
+        """Every frontmatter field is stored, indexed and checked (a ref is a file lookup): cap them together."""
+        size = sum(len(str(value)) for name in FRONTMATTER_FIELDS for value in _values(getattr(self, name)))
+        if size > current().wiki_frontmatter_chars:
+            raise invalid("wiki_frontmatter_chars", size, "the frontmatter (title, summary, tags, refs, sl_refs, "
+                          "relations, relevance)")
+        return self
 
-async def write(params: WriteParams, ctx: Context) -> dict[str, Any]:
+
+FRONTMATTER_FIELDS = ("title", "summary", "tags", "refs", "sl_refs", "relations", "relevance")
+
+
+def _values(value: Any) -> list[Any]:
+    if isinstance(value, Relations):
+        return [key for _, key in value.pairs()]
+    if isinstance(value, list):
+        return value
+    return [] if value is None else [value]
+
+
+def write(params: WriteParams, ctx: Context) -> dict[str, Any]:
     """Create or replace a page; unknown refs are reported back, and resolve once their pages exist."""
     fields = params.model_dump(exclude={"key", "body", "scope"})
     try:
@@ -96,7 +117,7 @@ def _links(page: Page, ctx: Context) -> dict[str, Any]:
     return {"unresolved_refs": unresolved, "unresolved_sl_refs": unresolved_sl}
 
 
-async def read(params: ReadParams, ctx: Context) -> dict[str, Any]:
+def read(params: ReadParams, ctx: Context) -> dict[str, Any]:
     """Read a page: frontmatter, body, link status, backlinks; a user page shadows the global one."""
     page = _resolve(ctx, params.key, params.scope)
     index = ctx.runtime.index
@@ -109,8 +130,8 @@ async def read(params: ReadParams, ctx: Context) -> dict[str, Any]:
 
 
 class SearchParams(Params):
-    query: str = Field(min_length=1)
-    tags: list[str] = Field(default_factory=list, description="pages must carry all of these")
+    query: QueryText
+    tags: list[str] = Field(default_factory=list, max_length=50, description="pages must carry all of these")
     kind: PageKind | None = None
     scope: Scope | None = Field(default=None, description="default: global and the caller's pages")
     limit: int = Field(default=10, ge=1, le=50)
@@ -118,7 +139,7 @@ class SearchParams(Params):
     include_archived: bool = False
 
 
-async def search(params: SearchParams, ctx: Context) -> dict[str, Any]:
+def search(params: SearchParams, ctx: Context) -> dict[str, Any]:
     """Search pages: key, summary, score (0..1), snippet; superseded and archived pages are hidden."""
     index = ctx.runtime.index
     where: dict[str, Any] = {}
@@ -175,7 +196,7 @@ class ListParams(Params):
     limit: int = Field(default=200, ge=1, le=5000)
 
 
-async def list_pages(params: ListParams, ctx: Context) -> dict[str, Any]:
+def list_pages(params: ListParams, ctx: Context) -> dict[str, Any]:
     """List pages (key, scope, kind, summary), sorted by key."""
     index = ctx.runtime.index
     index.refresh()
@@ -199,7 +220,7 @@ class DeleteParams(Params):
     scope: Scope = "global"
 
 
-async def delete(params: DeleteParams, ctx: Context) -> dict[str, Any]:
+def delete(params: DeleteParams, ctx: Context) -> dict[str, Any]:
     """Delete a page (operator)."""
     path = page_path(check_key(params.key), _scope(params.scope, ctx))
     if not ctx.runtime.files.delete(path, author=ctx.principal, message=f"wiki: delete {path}"):

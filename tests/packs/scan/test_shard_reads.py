@@ -46,13 +46,13 @@ class YamlParses:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        real = shardread.YAML
+        real = shardread.safe_yaml
 
         def counting(*args: Any, **kwargs: Any) -> Any:
             self.count += 1
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(shardread, "YAML", counting)
+        monkeypatch.setattr(shardread, "safe_yaml", counting)
 
 
 async def test_untouched_shard_reads_equal_parsed_reads(call: Callable[..., Awaitable[dict[str, Any]]],

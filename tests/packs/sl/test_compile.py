@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import json
 import os
 import sqlite3
@@ -350,7 +351,8 @@ async def sl_call(duck_project: Path) -> AsyncIterator[Callable[..., Awaitable[d
             return dict(result["result"]) if result["ok"] else {"error": result["error"]}
         handler = next(v for v in COMPILE_VERBS if v.name == verb)
         try:
-            return dict(await handler.handler(handler.params.model_validate(args), ctx))
+            answer = handler.handler(handler.params.model_validate(args), ctx)
+            return dict(await answer if inspect.isawaitable(answer) else answer)  # sl.query is async, sl.compile not
         except OpError as exc:
             return {"error": exc.to_dict()}
 

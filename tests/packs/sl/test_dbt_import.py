@@ -262,7 +262,7 @@ async def dbt_runtime(khive_project: Path) -> AsyncIterator[Runtime]:
 
 async def run(runtime: Runtime, path: Path | str, **args: Any) -> dict[str, Any]:
     params = ImportParams.model_validate({"path": str(path), "connection": "wh", **args})
-    return await import_dbt(params, Context(runtime, "operator:ann", CLI))
+    return import_dbt(params, Context(runtime, "operator:ann", CLI))  # a plain handler: called directly here
 
 
 # -- the generated project ---------------------------------------------------------------------------
@@ -404,8 +404,8 @@ async def test_merges_into_a_source_that_reads_the_same_table(dbt_runtime: Runti
 
 async def test_unknown_connection_and_missing_path(dbt_runtime: Runtime, dbt_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(OpError) as missing_connection:
-        await import_dbt(ImportParams.model_validate({"path": str(dbt_dir), "connection": "nope"}),
-                         Context(dbt_runtime, "operator:ann", CLI))
+        import_dbt(ImportParams.model_validate({"path": str(dbt_dir), "connection": "nope"}),
+                   Context(dbt_runtime, "operator:ann", CLI))
     assert missing_connection.value.code == "connection_not_found"
     with pytest.raises(OpError) as missing_path:
         await run(dbt_runtime, tmp_path / "nowhere")
