@@ -3,8 +3,9 @@
 One connection per store, opened lazily inside the running event loop and shared under a lock.
 Triggers refuse UPDATE, DELETE and TRUNCATE, so the table is append-only for every role that
 cannot drop them (run khive as a role that does not own the table for a tamper-evident trail;
-it needs INSERT on the table, and INSERT, SELECT and DELETE on ``<table>_open``, the working
-index of ops started without an outcome yet). Each ``write`` is one transaction whose commit
+it needs INSERT and SELECT on the table and on ``<table>_processes`` (with USAGE on its id
+sequence), and INSERT, SELECT and DELETE on ``<table>_open``, the working index of ops started
+without an outcome yet). Each ``write`` is one transaction whose commit
 returns once the server has made it durable (synchronous_commit, on by default): it survives the
 death of the khive process and, with the server's defaults, a crash of the server (ADR 0029).
 """
@@ -22,14 +23,17 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 
 from khive.audit.events import EVENT, INTERRUPTED, OUTCOME, RUNNING, START, AuditEvent
-from khive.audit.process import this_process
+from khive.audit.process import ProcessId, this_process
 from khive.audit.recovery import (
     COLUMNS,
+    NO_PROCESS,
     OPEN_COLUMNS,
+    PROCESS_COLUMNS,
     interrupted,
     merged_event,
     open_event,
     open_values,
+    process_values,
     row_values,
 )
 from khive.audit.store import AuditQuery, glob_to_like
@@ -38,7 +42,7 @@ from khive.errors import ConfigError, KhiveError
 T = TypeVar("T")
 IDLE = TransactionStatus.IDLE
 
-_JSON_COLUMNS = frozenset({"args_redacted", "write_keys", "process"})
+_JSON_COLUMNS = frozenset({"args_redacted", "write_keys"})
 _TRIGGERS = ("khive_audit_no_update_delete", "khive_audit_no_truncate")
 
 _TABLE = """
@@ -61,22 +65,28 @@ CREATE TABLE IF NOT EXISTS {table} (
 ALTER TABLE {table} ADD COLUMN IF NOT EXISTS kind text NOT NULL DEFAULT 'event';
 ALTER TABLE {table} ADD COLUMN IF NOT EXISTS op_id text NOT NULL DEFAULT '';
 ALTER TABLE {table} ADD COLUMN IF NOT EXISTS user_name text NOT NULL DEFAULT '';
-ALTER TABLE {table} ADD COLUMN IF NOT EXISTS process jsonb NOT NULL DEFAULT 'null';
-CREATE INDEX IF NOT EXISTS {ts_index} ON {table} (ts);
-CREATE INDEX IF NOT EXISTS {request_index} ON {table} (request_id);
+ALTER TABLE {table} ADD COLUMN IF NOT EXISTS process_id bigint NOT NULL DEFAULT 0;
+DROP INDEX IF EXISTS {old_ts_index};
+DROP INDEX IF EXISTS {old_request_index};
+CREATE INDEX IF NOT EXISTS {ts_index} ON {table} (ts) WHERE kind <> 'outcome';
+CREATE INDEX IF NOT EXISTS {request_index} ON {table} (request_id) WHERE kind <> 'outcome';
 CREATE INDEX IF NOT EXISTS {outcome_index} ON {table} (op_id) WHERE kind = 'outcome';
+CREATE TABLE IF NOT EXISTS {processes} (
+    id bigserial PRIMARY KEY,
+    host text NOT NULL,
+    boot text NOT NULL,
+    pidns text NOT NULL,
+    pid int NOT NULL,
+    start bigint NOT NULL,
+    UNIQUE (host, boot, pidns, pid, start)
+);
 CREATE TABLE IF NOT EXISTS {open_table} (
     op_id text PRIMARY KEY,
     ts timestamptz NOT NULL,
     request_id text NOT NULL,
     op_index int NOT NULL,
-    principal text NOT NULL,
-    transport text NOT NULL,
-    user_name text NOT NULL,
     verb text NOT NULL,
-    args_digest text NOT NULL,
-    decision text NOT NULL,
-    process jsonb NOT NULL
+    process_id bigint NOT NULL
 );
 CREATE OR REPLACE FUNCTION khive_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -104,14 +114,25 @@ class PostgresAuditStore:
         self.table = table
         self._ident = sql.Identifier(table)
         self._open_ident = sql.Identifier(f"{table}_open")
+        self._processes_ident = sql.Identifier(f"{table}_processes")
         self._lock = anyio.Lock()
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._schema_ready = False
         self._recovered = False
         self._closed = False
+        self._process_ids: dict[ProcessId, int] = {}  # registered (committed) processes
         self._insert = _insert(self._ident, COLUMNS)
         self._open = _insert(self._open_ident, OPEN_COLUMNS)
         self._close = sql.SQL("DELETE FROM {} WHERE op_id = ANY(%s) RETURNING op_id").format(self._open_ident)
+        columns = sql.SQL(", ").join(map(sql.Identifier, PROCESS_COLUMNS))
+        self._register = sql.SQL("INSERT INTO {} ({}) VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING").format(
+            self._processes_ident, columns)
+        self._process_id_of = sql.SQL("SELECT id FROM {} WHERE (host, boot, pidns, pid, start) = "
+                                      "(%s, %s, %s, %s, %s)").format(self._processes_ident)
+        process = sql.SQL(", ").join(sql.SQL("p.{}").format(sql.Identifier(c)) for c in PROCESS_COLUMNS)
+        self._list_open = sql.SQL("SELECT o.op_id, o.ts, o.request_id, o.op_index, o.verb, {} FROM {} AS o "
+                                  "LEFT JOIN {} AS p ON p.id = o.process_id").format(
+            process, self._open_ident, self._processes_ident)
         self._outcome = sql.SQL(f"CASE WHEN s.kind = '{START}' THEN COALESCE(o.outcome, '{RUNNING}') "
                                 "ELSE s.outcome END")
         # One merged event per op, as in the SQLite store: a start with its outcome (the op's own before an
@@ -119,12 +140,14 @@ class PostgresAuditStore:
         self._merged = sql.SQL(f"""
 SELECT s.ts, s.request_id, s.op_index, s.principal, s.transport, s.verb, s.args_digest, s.args_redacted,
        COALESCE(o.decision, s.decision), COALESCE(o.reason, s.reason), {{outcome}},
-       COALESCE(o.duration_us, s.duration_us), s.write_keys, s.kind, s.op_id, s.user_name, s.process
+       COALESCE(o.duration_us, s.duration_us), s.write_keys, s.kind, s.op_id, s.user_name, {{process}}
 FROM {{table}} AS s
 LEFT JOIN {{table}} AS o ON s.kind = '{START}' AND o.id = (
     SELECT e.id FROM {{table}} AS e WHERE e.kind = '{OUTCOME}' AND e.op_id = s.op_id
     ORDER BY e.outcome = '{INTERRUPTED}', e.id LIMIT 1)
-WHERE s.kind <> '{OUTCOME}'""").format(outcome=self._outcome, table=self._ident)
+LEFT JOIN {{processes}} AS p ON p.id = s.process_id
+WHERE s.kind <> '{OUTCOME}'""").format(outcome=self._outcome, table=self._ident, process=process,
+                                       processes=self._processes_ident)
 
     async def write(self, *, starts: Sequence[AuditEvent] = (), events: Sequence[AuditEvent] = (),
                     outcomes: Sequence[AuditEvent] = ()) -> None:
@@ -132,36 +155,51 @@ WHERE s.kind <> '{OUTCOME}'""").format(outcome=self._outcome, table=self._ident)
             return
         if not self._recovered:
             await self.recover()
-        rows = [row_values(kind, event) for kind, batch in ((START, starts), (EVENT, events), (OUTCOME, outcomes))
-                for event in batch]
-        opened = [open_values(event) for event in starts]
-        closed = [event.op_id for event in outcomes]
         committing = False
 
         async def insert(conn: psycopg.AsyncConnection[Any]) -> None:
             nonlocal committing
+            registered: dict[ProcessId, int] = {}
             async with conn.transaction():
                 async with conn.cursor() as cur:
-                    await cur.executemany(self._insert, rows)
-                    if opened:
-                        await cur.executemany(self._open, opened)
-                    if closed:
-                        await cur.execute(self._close, [closed])
+                    ids = {process: await self._process_id(cur, process, registered)
+                           for process in {event.process for batch in (starts, events, outcomes) for event in batch}}
+                    await cur.executemany(self._insert, [
+                        row_values(kind, event, event.ts, ids[event.process])
+                        for kind, batch in ((START, starts), (EVENT, events), (OUTCOME, outcomes)) for event in batch])
+                    if starts:
+                        await cur.executemany(self._open, [open_values(event, event.ts, ids[event.process])
+                                                           for event in starts])
+                    if outcomes:
+                        await cur.execute(self._close, [[event.op_id for event in outcomes]])
                 committing = True
+            self._process_ids.update(registered)
 
         # Retrying after a failed commit could write the events twice.
         await self._run(insert, retry=lambda: not committing)
+
+    async def _process_id(self, cur: psycopg.AsyncCursor[Any], process: ProcessId | None,
+                          registered: dict[ProcessId, int]) -> int:
+        """The key of ``process``, registered in the running transaction if new."""
+        if process is None:
+            return NO_PROCESS
+        known = self._process_ids.get(process)
+        if known is None:
+            values = process_values(process)
+            await cur.execute(self._register, values)
+            await cur.execute(self._process_id_of, values)
+            row = await cur.fetchone()
+            known = registered[process] = int(row[0]) if row else NO_PROCESS
+        return known
 
     async def append(self, events: Sequence[AuditEvent]) -> None:
         await self.write(events=events)
 
     async def recover(self) -> int:
         self._recovered = True
-        listing = sql.SQL("SELECT {} FROM {}").format(sql.SQL(", ").join(map(sql.Identifier, OPEN_COLUMNS)),
-                                                      self._open_ident)
 
         async def select(conn: psycopg.AsyncConnection[Any]) -> list[tuple[Any, ...]]:
-            cur = await conn.execute(listing)
+            cur = await conn.execute(self._list_open)
             return await cur.fetchall()
 
         ends = interrupted((open_event(row, row[1]) for row in await self._run(select)), this_process(),
@@ -170,15 +208,18 @@ WHERE s.kind <> '{OUTCOME}'""").format(outcome=self._outcome, table=self._ident)
             return 0
 
         async def close(conn: psycopg.AsyncConnection[Any]) -> int:
+            registered: dict[ProcessId, int] = {}
             async with conn.transaction():
-                # Only what is still open: another process may have recovered (or closed) some since we looked.
-                cur = await conn.execute(self._close, [[end.op_id for end in ends]])
-                still = {row[0] for row in await cur.fetchall()}
-                rows = [row_values(OUTCOME, end) for end in ends if end.op_id in still]
-                if rows:
-                    async with conn.cursor() as insert:
-                        await insert.executemany(self._insert, rows)
-                return len(rows)
+                async with conn.cursor() as cur:
+                    # Only what is still open: another process may have recovered (or closed) some since we looked.
+                    await cur.execute(self._close, [[end.op_id for end in ends]])
+                    still = {row[0] for row in await cur.fetchall()}
+                    rows = [row_values(OUTCOME, end, end.ts, await self._process_id(cur, end.process, registered))
+                            for end in ends if end.op_id in still]
+                    if rows:
+                        await cur.executemany(self._insert, rows)
+            self._process_ids.update(registered)
+            return len(rows)
 
         return await self._run(close, retry=lambda: False)
 
@@ -279,22 +320,29 @@ WHERE s.kind <> '{OUTCOME}'""").format(outcome=self._outcome, table=self._ident)
         # CREATE or ownership can still append.
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"khive.audit.{self.table}"])
-            cur = await conn.execute(
-                "SELECT tgname FROM pg_trigger WHERE tgrelid = to_regclass(%s)", [self._ident.as_string(conn)])
-            existing = {row[0] for row in await cur.fetchall()}
+            tables = [ident.as_string(conn) for ident in (self._ident, self._processes_ident)]
+            existing: set[tuple[str, str]] = set()
+            for table in tables:
+                cur = await conn.execute("SELECT tgname FROM pg_trigger WHERE tgrelid = to_regclass(%s)", [table])
+                existing.update((table, name) for (name,) in await cur.fetchall())
             cur = await conn.execute("SELECT to_regclass(%s) IS NOT NULL AND EXISTS (SELECT 1 FROM pg_attribute "
-                                     "WHERE attrelid = to_regclass(%s) AND attname = 'process')",
-                                     [self._open_ident.as_string(conn), self._ident.as_string(conn)])
+                                     "WHERE attrelid = to_regclass(%s) AND attname = 'process_id')",
+                                     [self._open_ident.as_string(conn), tables[0]])
             row = await cur.fetchone()
-            if existing.issuperset(_TRIGGERS) and row is not None and row[0]:
+            wanted = {(table, name) for table in tables for name in _TRIGGERS}
+            if existing.issuperset(wanted) and row is not None and row[0]:
                 return
-            names = {"table": self._ident, "ts_index": sql.Identifier(f"{self.table}_ts"),
-                     "request_index": sql.Identifier(f"{self.table}_request"),
-                     "outcome_index": sql.Identifier(f"{self.table}_outcome_op"), "open_table": self._open_ident}
+            names = {"table": self._ident, "old_ts_index": sql.Identifier(f"{self.table}_ts"),
+                     "old_request_index": sql.Identifier(f"{self.table}_request"),
+                     "ts_index": sql.Identifier(f"{self.table}_op_ts"),
+                     "request_index": sql.Identifier(f"{self.table}_op_request"),
+                     "outcome_index": sql.Identifier(f"{self.table}_outcome_op"), "open_table": self._open_ident,
+                     "processes": self._processes_ident}
             await conn.execute(sql.SQL(_TABLE).format(**names))
-            for name, statement in zip(_TRIGGERS, (_ROW_TRIGGER, _TRUNCATE_TRIGGER), strict=True):
-                if name not in existing:
-                    await conn.execute(sql.SQL(statement).format(table=self._ident))
+            for table, ident in zip(tables, (self._ident, self._processes_ident), strict=True):
+                for name, statement in zip(_TRIGGERS, (_ROW_TRIGGER, _TRUNCATE_TRIGGER), strict=True):
+                    if (table, name) not in existing:
+                        await conn.execute(sql.SQL(statement).format(table=ident))
 
     async def _drop(self) -> None:
         if self._conn is not None:

@@ -48,13 +48,6 @@ class ProcessId:
     def to_dict(self) -> dict[str, Any]:
         return {"host": self.host, "boot": self.boot, "pidns": self.pidns, "pid": self.pid, "start": self.start}
 
-    @classmethod
-    def from_dict(cls, raw: Any) -> ProcessId | None:
-        if not isinstance(raw, dict) or not isinstance(raw.get("pid"), int):
-            return None
-        return cls(host=str(raw.get("host", "")), boot=str(raw.get("boot", "")), pidns=str(raw.get("pidns", "")),
-                   pid=int(raw["pid"]), start=int(raw.get("start") or 0))
-
     def describe(self) -> str:
         return f"pid {self.pid} on {self.host or 'an unnamed host'}"
 

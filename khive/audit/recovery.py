@@ -1,61 +1,73 @@
 """Shared by both stores: the rows a write-ahead trail stores, the merged read, and recovery.
 
-Recovery turns the open ops (started, no outcome yet) of processes that are gone into
-``interrupted`` outcomes; ops of live processes, or of processes this one cannot judge (another
-host or pid namespace), stay open and read as ``running``.
+Rows name their process by a key into a small append-only table of processes (each process
+registers once), so a start costs a few bytes of identity, not a hundred. Recovery turns the open
+ops (started, no outcome yet) of processes that are gone into ``interrupted`` outcomes; ops of
+live processes, or of processes this one cannot judge (another host or pid namespace), stay open
+and read as ``running``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
 import orjson
 
-from khive.audit.events import INTERRUPTED, AuditEvent, audit_json, clean_text
+from khive.audit.events import INTERRUPTED, OUTCOME, AuditEvent, audit_json, clean_text
 from khive.audit.process import Liveness, ProcessId, judge
 
-# Every stored row, in this column order (the merged read returns the same shape).
+# Every stored row, in this column order.
 COLUMNS = ("ts", "request_id", "op_index", "principal", "transport", "verb", "args_digest", "args_redacted",
-           "decision", "reason", "outcome", "duration_us", "write_keys", "kind", "op_id", "user_name", "process")
-# What an open op keeps until its outcome arrives: enough to write that outcome without the start row.
-OPEN_COLUMNS = ("op_id", "ts", "request_id", "op_index", "principal", "transport", "user_name", "verb",
-                "args_digest", "decision", "process")
+           "decision", "reason", "outcome", "duration_us", "write_keys", "kind", "op_id", "user_name", "process_id")
+# What an open op keeps until its outcome arrives: enough to judge its process and write that outcome.
+OPEN_COLUMNS = ("op_id", "ts", "request_id", "op_index", "verb", "process_id")
+PROCESS_COLUMNS = ("host", "boot", "pidns", "pid", "start")
+NO_PROCESS = 0  # rows written before ADR 0029, and outcome rows (their start names the process)
 
 
-def row_values(kind: str, event: AuditEvent) -> tuple[Any, ...]:
-    """A row's values in COLUMNS order, JSON columns as text, ts left to the store."""
-    return (event.ts, clean_text(event.request_id), event.op_index, clean_text(event.principal),
+def row_values(kind: str, event: AuditEvent, ts: Any, process_id: int) -> tuple[Any, ...]:
+    """A row's values in COLUMNS order, JSON columns as text, ``ts`` as the store keeps it.
+
+    An outcome row is lean (its start holds who and what): it keeps the request, op index and verb
+    for a human reading raw rows, and a process only when another process recorded it (interrupted).
+    """
+    if kind == OUTCOME:
+        return (ts, clean_text(event.request_id), event.op_index, "", "", clean_text(event.verb), "", "null",
+                event.decision, clean_text(event.reason), clean_text(event.outcome), event.duration_us, "[]", kind,
+                event.op_id, "", process_id if event.outcome == INTERRUPTED else NO_PROCESS)
+    return (ts, clean_text(event.request_id), event.op_index, clean_text(event.principal),
             clean_text(event.transport), clean_text(event.verb), event.args_digest, audit_json(event.args_redacted),
             event.decision, clean_text(event.reason), clean_text(event.outcome), event.duration_us,
-            audit_json(list(event.write_keys)), kind, event.op_id, clean_text(event.user),
-            process_json(event.process))
+            audit_json(list(event.write_keys)), kind, event.op_id, clean_text(event.user), process_id)
 
 
-def open_values(event: AuditEvent) -> tuple[Any, ...]:
-    return (event.op_id, event.ts, clean_text(event.request_id), event.op_index, clean_text(event.principal),
-            clean_text(event.transport), clean_text(event.user), clean_text(event.verb), event.args_digest,
-            event.decision, process_json(event.process))
+def open_values(event: AuditEvent, ts: Any, process_id: int) -> tuple[Any, ...]:
+    return (event.op_id, ts, clean_text(event.request_id), event.op_index, clean_text(event.verb), process_id)
+
+
+def process_values(process: ProcessId) -> tuple[Any, ...]:
+    return (clean_text(process.host), process.boot, process.pidns, process.pid, process.start)
 
 
 def open_event(row: tuple[Any, ...], ts: datetime) -> AuditEvent:
-    op_id, _, request_id, op_index, principal, transport, user, verb, digest, decision, process = row
-    return AuditEvent(ts=ts, request_id=str(request_id), op_index=int(op_index), principal=str(principal),
-                      transport=str(transport), verb=str(verb), args_digest=str(digest), args_redacted=None,
-                      decision=str(decision), reason="", outcome="", duration_us=0, user=str(user), op_id=str(op_id),
-                      process=parse_process(process))
+    """An open op (OPEN_COLUMNS without process_id, then PROCESS_COLUMNS) as the start of its outcome."""
+    op_id, _, request_id, op_index, verb, *process = row
+    return AuditEvent(ts=ts, request_id=str(request_id), op_index=int(op_index), principal="", transport="",
+                      verb=str(verb), args_digest="", args_redacted=None, decision="allow", reason="", outcome="",
+                      duration_us=0, op_id=str(op_id), process=_process(process))
 
 
 def merged_event(row: tuple[Any, ...], ts: datetime) -> AuditEvent:
+    """A merged read's row: COLUMNS up to op_id and user_name, then PROCESS_COLUMNS."""
     (_, request_id, op_index, principal, transport, verb, digest, args, decision, reason, outcome, duration_us,
-     write_keys, _, op_id, user, process) = row
+     write_keys, _, op_id, user, *process) = row
     return AuditEvent(ts=ts, request_id=str(request_id), op_index=int(op_index), principal=str(principal),
                       transport=str(transport), verb=str(verb), args_digest=str(digest), args_redacted=_json(args),
                       decision=str(decision), reason=str(reason), outcome=str(outcome), duration_us=int(duration_us),
                       write_keys=tuple(_json(write_keys) or ()), user=str(user), op_id=str(op_id),
-                      process=parse_process(process))
+                      process=_process(process))
 
 
 def interrupted(open_ops: Iterable[AuditEvent], me: ProcessId, now: datetime) -> list[AuditEvent]:
@@ -72,13 +84,11 @@ def interrupted(open_ops: Iterable[AuditEvent], me: ProcessId, now: datetime) ->
     return found
 
 
-@lru_cache(maxsize=64)
-def process_json(process: ProcessId | None) -> str:
-    return orjson.dumps(process.to_dict() if process else None).decode()
-
-
-def parse_process(raw: Any) -> ProcessId | None:
-    return ProcessId.from_dict(_json(raw))
+def _process(values: list[Any]) -> ProcessId | None:
+    host, boot, pidns, pid, start = values
+    if pid is None:
+        return None
+    return ProcessId(host=str(host), boot=str(boot), pidns=str(pidns), pid=int(pid), start=int(start))
 
 
 def _json(raw: Any) -> Any:

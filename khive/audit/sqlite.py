@@ -3,8 +3,8 @@
 Each ``write`` is one transaction, committed before it returns. With WAL and synchronous=NORMAL a
 commit is in the WAL file when ``write`` returns: it survives the death of this process (kill -9)
 but not a power loss or kernel crash before the next checkpoint (ADR 0029). Triggers make the
-events table append-only; ``audit_open`` (ops started without an outcome yet) is a working index,
-not part of the trail. ``busy_timeout`` lets several processes share the file.
+events and processes tables append-only; ``audit_open`` (ops started without an outcome yet) is a
+working index, not part of the trail. ``busy_timeout`` lets several processes share the file.
 """
 
 from __future__ import annotations
@@ -14,17 +14,19 @@ import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from khive.audit.events import EVENT, OUTCOME, RUNNING, START, AuditEvent
-from khive.audit.process import this_process
+from khive.audit.events import EVENT, INTERRUPTED, OUTCOME, RUNNING, START, AuditEvent
+from khive.audit.process import ProcessId, this_process
 from khive.audit.recovery import (
     COLUMNS,
+    NO_PROCESS,
     OPEN_COLUMNS,
+    PROCESS_COLUMNS,
     interrupted,
     merged_event,
     open_event,
     open_values,
+    process_values,
     row_values,
 )
 from khive.audit.store import AuditQuery, glob_to_like
@@ -50,49 +52,68 @@ CREATE TABLE IF NOT EXISTS audit_events (
     kind TEXT NOT NULL DEFAULT 'event',
     op_id TEXT NOT NULL DEFAULT '',
     user_name TEXT NOT NULL DEFAULT '',
-    process TEXT NOT NULL DEFAULT 'null'
+    process_id INTEGER NOT NULL DEFAULT 0
 );
-CREATE INDEX IF NOT EXISTS audit_events_ts ON audit_events (ts);
-CREATE INDEX IF NOT EXISTS audit_events_request ON audit_events (request_id);
 CREATE TRIGGER IF NOT EXISTS audit_events_no_update BEFORE UPDATE ON audit_events
 BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
 CREATE TRIGGER IF NOT EXISTS audit_events_no_delete BEFORE DELETE ON audit_events
 BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
 """
-# Columns added by ADR 0029; rows written before read as complete events of an unknown process.
+# Version 2 (ADR 0029) adds columns (rows written before read as complete events of an unknown
+# process), indexes only what readers look up (events and starts by time and request, outcomes by
+# op), the processes, and the open ops.
+_VERSION = 2
 _ADDED = {"kind": "TEXT NOT NULL DEFAULT 'event'", "op_id": "TEXT NOT NULL DEFAULT ''",
-          "user_name": "TEXT NOT NULL DEFAULT ''", "process": "TEXT NOT NULL DEFAULT 'null'"}
+          "user_name": "TEXT NOT NULL DEFAULT ''", "process_id": "INTEGER NOT NULL DEFAULT 0"}
 _WRITE_AHEAD = f"""
+DROP INDEX IF EXISTS audit_events_ts;
+DROP INDEX IF EXISTS audit_events_request;
+CREATE INDEX IF NOT EXISTS audit_events_op_ts ON audit_events (ts) WHERE kind <> '{OUTCOME}';
+CREATE INDEX IF NOT EXISTS audit_events_op_request ON audit_events (request_id) WHERE kind <> '{OUTCOME}';
 CREATE INDEX IF NOT EXISTS audit_events_outcome_op ON audit_events (op_id) WHERE kind = '{OUTCOME}';
+CREATE TABLE IF NOT EXISTS audit_processes (
+    id INTEGER PRIMARY KEY,
+    host TEXT NOT NULL,
+    boot TEXT NOT NULL,
+    pidns TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    UNIQUE (host, boot, pidns, pid, start)
+);
+CREATE TRIGGER IF NOT EXISTS audit_processes_no_update BEFORE UPDATE ON audit_processes
+BEGIN SELECT RAISE(ABORT, 'audit processes are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS audit_processes_no_delete BEFORE DELETE ON audit_processes
+BEGIN SELECT RAISE(ABORT, 'audit processes are append-only'); END;
 CREATE TABLE IF NOT EXISTS audit_open (
     op_id TEXT PRIMARY KEY,
     ts TEXT NOT NULL,
     request_id TEXT NOT NULL,
     op_index INTEGER NOT NULL,
-    principal TEXT NOT NULL,
-    transport TEXT NOT NULL,
-    user_name TEXT NOT NULL,
     verb TEXT NOT NULL,
-    args_digest TEXT NOT NULL,
-    decision TEXT NOT NULL,
-    process TEXT NOT NULL
+    process_id INTEGER NOT NULL
 ) WITHOUT ROWID;
 """
 
 _INSERT = f"INSERT INTO audit_events ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
 _OPEN = f"INSERT INTO audit_open ({', '.join(OPEN_COLUMNS)}) VALUES ({', '.join('?' * len(OPEN_COLUMNS))})"
 _CLOSE = "DELETE FROM audit_open WHERE op_id = ?"
+_PROCESS_COLUMNS = ", ".join(f"p.{column}" for column in PROCESS_COLUMNS)
+_REGISTER = (f"INSERT OR IGNORE INTO audit_processes ({', '.join(PROCESS_COLUMNS)}) VALUES (?, ?, ?, ?, ?)")
+_PROCESS_ID = f"SELECT id FROM audit_processes WHERE {' AND '.join(f'{c} = ?' for c in PROCESS_COLUMNS)}"
+_LIST_OPEN = (f"SELECT o.op_id, o.ts, o.request_id, o.op_index, o.verb, {_PROCESS_COLUMNS} FROM audit_open AS o "
+              "LEFT JOIN audit_processes AS p ON p.id = o.process_id")
 # One merged event per op: a start joined with its outcome (the op's own before an `interrupted`
 # recorded by someone else, should both exist), or a complete event as it is.
 _OUTCOME = f"CASE WHEN s.kind = '{START}' THEN COALESCE(o.outcome, '{RUNNING}') ELSE s.outcome END"
 _MERGED = f"""
 SELECT s.ts, s.request_id, s.op_index, s.principal, s.transport, s.verb, s.args_digest, s.args_redacted,
        COALESCE(o.decision, s.decision), COALESCE(o.reason, s.reason), {_OUTCOME},
-       COALESCE(o.duration_us, s.duration_us), s.write_keys, s.kind, s.op_id, s.user_name, s.process
+       COALESCE(o.duration_us, s.duration_us), s.write_keys, s.kind, s.op_id, s.user_name, {_PROCESS_COLUMNS}
 FROM audit_events AS s
 LEFT JOIN audit_events AS o ON s.kind = '{START}' AND o.id = (
     SELECT e.id FROM audit_events AS e WHERE e.kind = '{OUTCOME}' AND e.op_id = s.op_id
-    ORDER BY e.outcome = 'interrupted', e.id LIMIT 1)
+    ORDER BY e.outcome = '{INTERRUPTED}', e.id LIMIT 1)
+LEFT JOIN audit_processes AS p ON p.id = s.process_id
 WHERE s.kind <> '{OUTCOME}'"""
 
 
@@ -103,14 +124,24 @@ class SqliteAuditStore:
         self._lock = threading.Lock()
         self._db = open_wal(path)
         self._recovered = False
+        self._process_ids: dict[ProcessId, int] = {}  # registered (committed) processes
         with self._lock:
-            self._db.executescript(SCHEMA)
-            with immediate(self._db):
-                have = {row[1] for row in self._db.execute("PRAGMA table_info(audit_events)")}
-                for name, declaration in _ADDED.items():
-                    if name not in have:
-                        self._db.execute(f"ALTER TABLE audit_events ADD COLUMN {name} {declaration}")
-            self._db.executescript(_WRITE_AHEAD)
+            if self._db.execute("PRAGMA user_version").fetchone()[0] < _VERSION:
+                self._migrate()
+
+    def _migrate(self) -> None:
+        with immediate(self._db):  # several processes may open an old file at once: one migrates
+            if self._db.execute("PRAGMA user_version").fetchone()[0] >= _VERSION:
+                return
+            for statement in _statements(SCHEMA):
+                self._db.execute(statement)
+            have = {row[1] for row in self._db.execute("PRAGMA table_info(audit_events)")}
+            for name, declaration in _ADDED.items():
+                if name not in have:
+                    self._db.execute(f"ALTER TABLE audit_events ADD COLUMN {name} {declaration}")
+            for statement in _statements(_WRITE_AHEAD):
+                self._db.execute(statement)
+            self._db.execute(f"PRAGMA user_version = {_VERSION}")
 
     async def write(self, *, starts: Sequence[AuditEvent] = (), events: Sequence[AuditEvent] = (),
                     outcomes: Sequence[AuditEvent] = ()) -> None:
@@ -118,18 +149,36 @@ class SqliteAuditStore:
             return
         if not self._recovered:
             await self.recover()
-        rows = [_stored(row_values(kind, event)) for kind, batch in ((START, starts), (EVENT, events),
-                                                                      (OUTCOME, outcomes)) for event in batch]
         try:
-            with self._lock, immediate(self._db):
-                self._db.executemany(_INSERT, rows)
-                if starts:
-                    self._db.executemany(_OPEN, [_stored(open_values(event), at=1) for event in starts])
-                if outcomes:
-                    self._db.executemany(_CLOSE, [(event.op_id,) for event in outcomes])
+            with self._lock:
+                registered: dict[ProcessId, int] = {}
+                with immediate(self._db):
+                    def pid(event: AuditEvent) -> int:
+                        return self._process_id(event.process, registered)
+
+                    self._db.executemany(_INSERT, [row_values(kind, event, event.ts.isoformat(), pid(event))
+                                                   for kind, batch in ((START, starts), (EVENT, events),
+                                                                       (OUTCOME, outcomes)) for event in batch])
+                    if starts:
+                        self._db.executemany(_OPEN, [open_values(event, event.ts.isoformat(), pid(event))
+                                                     for event in starts])
+                    if outcomes:
+                        self._db.executemany(_CLOSE, [(event.op_id,) for event in outcomes])
+                self._process_ids.update(registered)  # only once committed
         except sqlite3.Error as exc:  # locked beyond busy_timeout, disk full, read-only file
             raise KhiveError(f"audit store unavailable: SQLite at {self.path}: {exc}", code="audit_store_unavailable",
                              details={"store": "sqlite", "where": str(self.path)}) from exc
+
+    def _process_id(self, process: ProcessId | None, registered: dict[ProcessId, int]) -> int:
+        """The key of ``process``, registered in the running transaction if new."""
+        if process is None:
+            return NO_PROCESS
+        known = self._process_ids.get(process) or registered.get(process)
+        if known is None:
+            values = process_values(process)
+            self._db.execute(_REGISTER, values)
+            known = registered[process] = int(self._db.execute(_PROCESS_ID, values).fetchone()[0])
+        return known
 
     async def append(self, events: Sequence[AuditEvent]) -> None:
         await self.write(events=events)
@@ -137,16 +186,20 @@ class SqliteAuditStore:
     async def recover(self) -> int:
         self._recovered = True
         with self._lock:
-            rows = self._db.execute(f"SELECT {', '.join(OPEN_COLUMNS)} FROM audit_open").fetchall()
+            rows = self._db.execute(_LIST_OPEN).fetchall()
         ends = interrupted((open_event(row, _ts(row[1])) for row in rows), this_process(), datetime.now(UTC))
         if not ends:
             return 0
         written = 0
-        with self._lock, immediate(self._db):
-            for end in ends:  # another process may have recovered (or closed) it since we looked
-                if self._db.execute(_CLOSE, (end.op_id,)).rowcount:
-                    self._db.execute(_INSERT, _stored(row_values(OUTCOME, end)))
-                    written += 1
+        with self._lock:
+            registered: dict[ProcessId, int] = {}
+            with immediate(self._db):
+                for end in ends:  # another process may have recovered (or closed) it since we looked
+                    if self._db.execute(_CLOSE, (end.op_id,)).rowcount:
+                        self._db.execute(_INSERT, row_values(OUTCOME, end, end.ts.isoformat(),
+                                                             self._process_id(end.process, registered)))
+                        written += 1
+            self._process_ids.update(registered)
         return written
 
     async def query(self, query: AuditQuery) -> list[AuditEvent]:
@@ -188,12 +241,16 @@ class SqliteAuditStore:
             self._db.close()
 
 
-def _stored(values: tuple[Any, ...], at: int = 0) -> tuple[Any, ...]:
-    """The values with the timestamp at position ``at`` as ISO text (ordered and compared as text)."""
-    ts: datetime = values[at]
-    return (*values[:at], ts.isoformat(), *values[at + 1:])
+def _statements(script: str) -> list[str]:
+    """A script's statements, to run them inside one transaction (executescript would commit first)."""
+    statements, current = [], ""
+    for line in script.strip().splitlines():
+        current += line + "\n"
+        if sqlite3.complete_statement(current):
+            statements.append(current)
+            current = ""
+    return statements
 
 
 def _ts(raw: object) -> datetime:
     return datetime.fromisoformat(str(raw))
-

@@ -3,12 +3,15 @@
     before(ops)      one committed transaction: a start for each op about to run, a complete event
                      for each op that stops here (denied, invalid, unknown verb, write conflict);
                      raises ``audit_store_unavailable`` when the store cannot take it: then nothing runs
-    after(op)        the op's outcome, appended once it has finished
+    after(op)        the op's outcome, appended once it has finished; ops of a batch that finish in
+                     the same turn of the event loop share one transaction (the first of them writes
+                     for all, the others return at once)
     close(ops)       at the end: events for ops never recorded (aborted chain ops); for ops started but
                      never finished because the request itself ended early (an exception, a
                      cancellation), an ``interrupted`` outcome
 
 A failed outcome write is logged and retried by ``close``; the op's start is already durable.
+``close`` returns only once every outcome is committed, so an answered op has its outcome.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
+
+import anyio
 
 from khive.audit.events import ABORTED, INTERRUPTED, AuditEvent, digest_args, new_op_id, plain_args, redact
 from khive.audit.process import this_process
@@ -58,6 +63,8 @@ class RequestTrail:
         self._process = this_process()
         self._recorded: set[int] = set()  # op indexes with a start or a complete event
         self._open: dict[int, tuple[AuditEvent, OpState]] = {}  # started, outcome not written yet
+        self._finished: list[int] = []  # open ops whose outcome waits for the writer below
+        self._writing = False
 
     async def before(self, ops: Iterable[tuple[int, OpState]]) -> None:
         now = datetime.now(UTC)
@@ -74,13 +81,25 @@ class RequestTrail:
         self._open.update((index, (start, op)) for index, start, op in starts)
 
     async def after(self, index: int, op: OpState) -> None:
-        start, _ = self._open[index]
-        try:
-            await self._store.write(outcomes=[self._outcome(start, op)])
-        except Exception:
-            log.exception("could not append the outcome of op %d of request %s", index, self.request_id)
+        self._finished.append(index)
+        if self._writing:  # the op writing now (or its next round) takes this outcome too
             return
-        del self._open[index]
+        self._writing = True
+        try:
+            while self._finished:
+                if len(self._open) > len(self._finished):  # siblings still running: let those done now join
+                    await anyio.sleep(0)
+                done, self._finished = self._finished, []
+                outcomes = [self._outcome(*self._open[i]) for i in done]
+                try:
+                    await self._store.write(outcomes=outcomes)
+                except Exception:  # close() tries again
+                    log.exception("could not append %d outcomes of request %s", len(done), self.request_id)
+                    continue
+                for i in done:
+                    del self._open[i]
+        finally:
+            self._writing = False
 
     async def close(self, ops: Sequence[OpState] = (), failure: BaseException | None = None) -> None:
         now = datetime.now(UTC)
