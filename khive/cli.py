@@ -124,7 +124,8 @@ def _parser() -> argparse.ArgumentParser:
     audit = commands.add_parser("audit", help="read the audit trail")
     audit.add_argument("--verb")
     audit.add_argument("--principal")
-    audit.add_argument("--outcome")
+    audit.add_argument("--outcome", help="ok, an error code, aborted, interrupted, running, parse-error")
+    audit.add_argument("--request-id")
     audit.add_argument("--since", type=datetime.fromisoformat)
     audit.add_argument("--until", type=datetime.fromisoformat)
     audit.add_argument("--limit", type=int, default=50)
@@ -198,6 +199,7 @@ def _request(args: argparse.Namespace) -> int:
     try:
         request = parse(text)  # a syntax error never reaches the daemon
     except DslSyntaxError as exc:
+        _audit_parse_error(args, text, exc)
         sys.stdout.write(orjson.dumps({"error": exc.to_dict()}, option=orjson.OPT_INDENT_2).decode() + "\n")
         print(f"khive: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -211,6 +213,34 @@ def _request(args: argparse.Namespace) -> int:
         envelope = _dispatch_locally(args, text, project)
     sys.stdout.write(orjson.dumps(envelope, option=orjson.OPT_INDENT_2).decode() + "\n")
     return EXIT_OK if envelope["status"] == "success" else EXIT_FAILED
+
+
+def _audit_parse_error(args: argparse.Namespace, text: str, exc: DslSyntaxError) -> None:
+    """A rejected text goes to the project's audit trail (its digest, never the text); outside a
+    project there is no trail, and nothing ran."""
+    import anyio
+
+    from khive.audit.config import open_audit_store
+    from khive.audit.trail import audit_parse_error
+    from khive.project.config import load_config
+    from khive.project.locate import CONFIG_NAME
+
+    try:
+        project = locate_project(args.project, os.environ, Path.cwd())
+        store = open_audit_store(project, load_config(project / CONFIG_NAME), os.environ)
+    except KhiveError:
+        return
+
+    async def record() -> bool:
+        try:
+            return await audit_parse_error(store, exc, text, request_id=args.request_id,
+                                           principal=operator_principal(), transport=CLI,
+                                           user=operator_principal().split(":", 1)[1])
+        finally:
+            await store.aclose()
+
+    if not anyio.run(record):
+        print("khive: the parse error could not be written to the audit trail", file=sys.stderr)
 
 
 def _forward(args: argparse.Namespace, text: str, request: Request, project: Path,
@@ -245,6 +275,7 @@ def _forward(args: argparse.Namespace, text: str, request: Request, project: Pat
 
 def _dispatch_locally(args: argparse.Namespace, text: str, project: Path) -> dict[str, Any]:
     import anyio  # not at module level: the forwarding path never needs an event loop
+
     from khive.cli_progress import RichProgressSink
     from khive.context import Context
     from khive.dispatch import dispatch
@@ -281,6 +312,7 @@ def _verbs(args: argparse.Namespace) -> int:
 
 def _mcp(args: argparse.Namespace) -> int:
     import anyio
+
     from khive.mcp_server import run_stdio
 
     runtime = _runtime(args)
@@ -353,11 +385,12 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _audit(args: argparse.Namespace) -> int:
     import anyio
+
     from khive.audit.store import AuditQuery
 
     runtime = _runtime(args)
     query = AuditQuery(verb=args.verb, principal=args.principal, outcome=args.outcome, since=args.since,
-                       until=args.until, limit=args.limit)
+                       until=args.until, request_id=args.request_id, limit=args.limit)
 
     async def run() -> list[dict[str, Any]]:
         try:

@@ -20,6 +20,7 @@ from mcp.server.lowlevel import Server
 
 from khive import __version__
 from khive.agent_guide import SKILL_PATH
+from khive.audit.trail import audit_parse_error
 from khive.context import MCP_HTTP, MCP_STDIO, PRESENTATIONS, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
@@ -100,10 +101,13 @@ def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: Daemo
     from khive.client import Call, Forwarded, forward_or_spawn
 
     async def dispatcher(text: str, ctx: Context) -> dict[str, Any]:
-        sampler = (ctx.extra or {}).get(SAMPLE_KEY)
+        sampler: Any = (ctx.extra or {}).get(SAMPLE_KEY)
 
         def progress(done: float, total: float | None, message: str | None) -> None:
-            anyio.from_thread.run(ctx.progress, done, total, message)
+            async def report() -> None:
+                await ctx.progress(done, total, message)
+
+            anyio.from_thread.run(report)
 
         def sample(key: str, system: str, prompt: str, max_tokens: int) -> str | None:
             async def ask() -> str | None:
@@ -146,6 +150,8 @@ def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,
         try:
             parse(text)  # a syntax error is a protocol error and never reaches the dispatcher
         except DslSyntaxError as exc:
+            await audit_parse_error(runtime.audit, exc, text, request_id=request_id,
+                                    principal=_principal(ctx, transport), transport=transport, user=user)
             raise MCPError(INVALID_PARAMS, f"DSL syntax error: {exc.message}", parse_error_data(exc)) from None
 
         async def progress(done: float, total: float | None, message: str | None) -> None:

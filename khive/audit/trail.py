@@ -17,16 +17,26 @@ A failed outcome write is logged and retried by ``close``; the op's start is alr
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import anyio
 
-from khive.audit.events import ABORTED, INTERRUPTED, AuditEvent, digest_args, new_op_id, plain_args, redact
+from khive.audit.events import (
+    ABORTED,
+    INTERRUPTED,
+    AuditEvent,
+    digest_args,
+    new_op_id,
+    parse_error_event,
+    plain_args,
+    redact,
+)
 from khive.audit.process import this_process
 from khive.audit.store import AuditStore
-from khive.errors import KhiveError
+from khive.errors import DslSyntaxError, KhiveError
 
 log = logging.getLogger(__name__)
 
@@ -143,3 +153,24 @@ def _code(op: OpState) -> str:
 
 def _reason(op: OpState) -> str:
     return op.reason or (op.error.message if op.error else "")
+
+
+async def audit_parse_error(store: AuditStore, exc: DslSyntaxError, text: str, *, request_id: str, principal: str,
+                            transport: str, user: str) -> bool:
+    """Audit a request text rejected before dispatch: where it broke and its digest, never the text.
+
+    Nothing ran, so a store that cannot take the event only costs the event: logged, False.
+    """
+    event = parse_error_event(ts=datetime.now(UTC), text=text, reason=exc.reason, line=exc.line, column=exc.column,
+                              request_id=request_id or new_request_id(), principal=principal, transport=transport,
+                              user=user, process=this_process())
+    try:
+        await store.append([event])
+    except Exception:
+        log.exception("could not audit a parse error of request %s", event.request_id)
+        return False
+    return True
+
+
+def new_request_id() -> str:
+    return uuid.uuid4().hex
