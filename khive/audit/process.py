@@ -58,11 +58,15 @@ _current: ProcessId | None = None
 def this_process() -> ProcessId:
     """The running process (cached, and recomputed after a fork)."""
     global _current
-    pid = os.getpid()
-    if _current is None or _current.pid != pid:
-        _current = ProcessId(host=socket.gethostname(), boot=_read(_PROC / "sys/kernel/random/boot_id"),
-                             pidns=_readlink(_PROC / "self/ns/pid"), pid=pid, start=_start_time(pid) or 0)
+    if _current is None or _current.pid != os.getpid():
+        _current = identify(os.getpid())
     return _current
+
+
+def identify(pid: int) -> ProcessId:
+    """How a process of this host and pid namespace is named (start 0 when it is gone or unknown)."""
+    return ProcessId(host=socket.gethostname(), boot=_read(_PROC / "sys/kernel/random/boot_id"),
+                     pidns=_readlink(_PROC / "self/ns/pid"), pid=pid, start=_start_time(pid) or 0)
 
 
 def judge(owner: ProcessId, me: ProcessId) -> Liveness:
