@@ -29,6 +29,7 @@ from khive.audit.recovery import (
     NO_PROCESS,
     OPEN_COLUMNS,
     PROCESS_COLUMNS,
+    cleaned,
     interrupted,
     merged_event,
     open_event,
@@ -120,7 +121,7 @@ class PostgresAuditStore:
         self._schema_ready = False
         self._recovered = False
         self._closed = False
-        self._process_ids: dict[ProcessId, int] = {}  # registered (committed) processes
+        self._process_ids: dict[ProcessId, int] = {}  # registered processes
         self._insert = _insert(self._ident, COLUMNS)
         self._open = _insert(self._open_ident, OPEN_COLUMNS)
         self._close = sql.SQL("DELETE FROM {} WHERE op_id = ANY(%s) RETURNING op_id").format(self._open_ident)
@@ -153,43 +154,53 @@ WHERE s.kind <> '{OUTCOME}'""").format(outcome=self._outcome, table=self._ident,
                     outcomes: Sequence[AuditEvent] = ()) -> None:
         if not (starts or events or outcomes):
             return
-        if not self._recovered:
-            await self.recover()
+        # Shielded: a cancelled caller must not leave it unknown whether its rows were committed.
+        with anyio.CancelScope(shield=True):
+            if not self._recovered:
+                await self.recover()
+            ids = {process: await self._process_id(process)
+                   for process in {event.process for batch in (starts, events, outcomes) for event in batch}}
+            rows = [row_values(kind, event, event.ts, ids[event.process])
+                    for kind, batch in ((START, starts), (EVENT, events), (OUTCOME, outcomes)) for event in batch]
+            opened = [open_values(event, event.ts, ids[event.process]) for event in starts]
+            closed = [event.op_id for event in outcomes]
+            try:
+                await self._commit(rows, opened, closed)
+            except (UnicodeEncodeError, psycopg.DataError):  # NUL or a lone surrogate a client sent
+                await self._commit(cleaned(rows), cleaned(opened), closed)
+
+    async def _commit(self, rows: list[tuple[Any, ...]], opened: list[tuple[Any, ...]], closed: list[str]) -> None:
         committing = False
 
         async def insert(conn: psycopg.AsyncConnection[Any]) -> None:
             nonlocal committing
-            registered: dict[ProcessId, int] = {}
             async with conn.transaction():
                 async with conn.cursor() as cur:
-                    ids = {process: await self._process_id(cur, process, registered)
-                           for process in {event.process for batch in (starts, events, outcomes) for event in batch}}
-                    await cur.executemany(self._insert, [
-                        row_values(kind, event, event.ts, ids[event.process])
-                        for kind, batch in ((START, starts), (EVENT, events), (OUTCOME, outcomes)) for event in batch])
-                    if starts:
-                        await cur.executemany(self._open, [open_values(event, event.ts, ids[event.process])
-                                                           for event in starts])
-                    if outcomes:
-                        await cur.execute(self._close, [[event.op_id for event in outcomes]])
+                    await cur.executemany(self._insert, rows)
+                    if opened:
+                        await cur.executemany(self._open, opened)
+                    if closed:
+                        await cur.execute(self._close, [closed])
                 committing = True
-            self._process_ids.update(registered)
 
         # Retrying after a failed commit could write the events twice.
         await self._run(insert, retry=lambda: not committing)
 
-    async def _process_id(self, cur: psycopg.AsyncCursor[Any], process: ProcessId | None,
-                          registered: dict[ProcessId, int]) -> int:
-        """The key of ``process``, registered in the running transaction if new."""
+    async def _process_id(self, process: ProcessId | None) -> int:
+        """The key of ``process``, registered once (in its own transaction) when first seen."""
         if process is None:
             return NO_PROCESS
         known = self._process_ids.get(process)
         if known is None:
-            values = process_values(process)
-            await cur.execute(self._register, values)
-            await cur.execute(self._process_id_of, values)
-            row = await cur.fetchone()
-            known = registered[process] = int(row[0]) if row else NO_PROCESS
+            values = cleaned([process_values(process)])[0]
+
+            async def register(conn: psycopg.AsyncConnection[Any]) -> int:
+                await conn.execute(self._register, values)
+                cur = await conn.execute(self._process_id_of, values)
+                row = await cur.fetchone()
+                return int(row[0]) if row else NO_PROCESS
+
+            known = self._process_ids[process] = await self._run(register)
         return known
 
     async def append(self, events: Sequence[AuditEvent]) -> None:
@@ -202,23 +213,21 @@ WHERE s.kind <> '{OUTCOME}'""").format(outcome=self._outcome, table=self._ident,
             cur = await conn.execute(self._list_open)
             return await cur.fetchall()
 
-        ends = interrupted((open_event(row, row[1]) for row in await self._run(select)), this_process(),
-                           datetime.now(UTC))
+        me = this_process()
+        ends = interrupted((open_event(row, row[1]) for row in await self._run(select)), me, datetime.now(UTC))
         if not ends:
             return 0
+        recorder = await self._process_id(me)
 
         async def close(conn: psycopg.AsyncConnection[Any]) -> int:
-            registered: dict[ProcessId, int] = {}
             async with conn.transaction():
                 async with conn.cursor() as cur:
                     # Only what is still open: another process may have recovered (or closed) some since we looked.
                     await cur.execute(self._close, [[end.op_id for end in ends]])
                     still = {row[0] for row in await cur.fetchall()}
-                    rows = [row_values(OUTCOME, end, end.ts, await self._process_id(cur, end.process, registered))
-                            for end in ends if end.op_id in still]
+                    rows = cleaned([row_values(OUTCOME, end, end.ts, recorder) for end in ends if end.op_id in still])
                     if rows:
                         await cur.executemany(self._insert, rows)
-            self._process_ids.update(registered)
             return len(rows)
 
         return await self._run(close, retry=lambda: False)

@@ -32,23 +32,29 @@ def row_values(kind: str, event: AuditEvent, ts: Any, process_id: int) -> tuple[
 
     An outcome row is lean (its start holds who and what): it keeps the request, op index and verb
     for a human reading raw rows, and a process only when another process recorded it (interrupted).
+    Text columns are taken as they are; a store that refuses one retries with ``cleaned`` rows.
     """
     if kind == OUTCOME:
-        return (ts, clean_text(event.request_id), event.op_index, "", "", clean_text(event.verb), "", "null",
-                event.decision, clean_text(event.reason), clean_text(event.outcome), event.duration_us, "[]", kind,
-                event.op_id, "", process_id if event.outcome == INTERRUPTED else NO_PROCESS)
-    return (ts, clean_text(event.request_id), event.op_index, clean_text(event.principal),
-            clean_text(event.transport), clean_text(event.verb), event.args_digest, audit_json(event.args_redacted),
-            event.decision, clean_text(event.reason), clean_text(event.outcome), event.duration_us,
-            audit_json(list(event.write_keys)), kind, event.op_id, clean_text(event.user), process_id)
+        return (ts, event.request_id, event.op_index, "", "", event.verb, "", "null", event.decision, event.reason,
+                event.outcome, event.duration_us, "[]", kind, event.op_id, "",
+                process_id if event.outcome == INTERRUPTED else NO_PROCESS)
+    return (ts, event.request_id, event.op_index, event.principal, event.transport, event.verb, event.args_digest,
+            audit_json(event.args_redacted), event.decision, event.reason, event.outcome, event.duration_us,
+            audit_json(list(event.write_keys)), kind, event.op_id, event.user, process_id)
 
 
 def open_values(event: AuditEvent, ts: Any, process_id: int) -> tuple[Any, ...]:
-    return (event.op_id, ts, clean_text(event.request_id), event.op_index, clean_text(event.verb), process_id)
+    return (event.op_id, ts, event.request_id, event.op_index, event.verb, process_id)
 
 
 def process_values(process: ProcessId) -> tuple[Any, ...]:
-    return (clean_text(process.host), process.boot, process.pidns, process.pid, process.start)
+    return (process.host, process.boot, process.pidns, process.pid, process.start)
+
+
+def cleaned(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The rows with every text value as both stores accept it (lone surrogates and NUL spelled out):
+    a request id, a principal or an error message can carry anything a client sent."""
+    return [tuple(clean_text(value) if isinstance(value, str) else value for value in row) for row in rows]
 
 
 def open_event(row: tuple[Any, ...], ts: datetime) -> AuditEvent:

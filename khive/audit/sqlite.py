@@ -14,6 +14,7 @@ import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from khive.audit.events import EVENT, INTERRUPTED, OUTCOME, RUNNING, START, AuditEvent
 from khive.audit.process import ProcessId, this_process
@@ -22,6 +23,7 @@ from khive.audit.recovery import (
     NO_PROCESS,
     OPEN_COLUMNS,
     PROCESS_COLUMNS,
+    cleaned,
     interrupted,
     merged_event,
     open_event,
@@ -124,7 +126,7 @@ class SqliteAuditStore:
         self._lock = threading.Lock()
         self._db = open_wal(path)
         self._recovered = False
-        self._process_ids: dict[ProcessId, int] = {}  # registered (committed) processes
+        self._process_ids: dict[ProcessId, int] = {}  # registered processes
         with self._lock:
             if self._db.execute("PRAGMA user_version").fetchone()[0] < _VERSION:
                 self._migrate()
@@ -149,36 +151,45 @@ class SqliteAuditStore:
             return
         if not self._recovered:
             await self.recover()
+        rows = [row_values(kind, event, event.ts.isoformat(), self._process_id(event.process))
+                for kind, batch in ((START, starts), (EVENT, events), (OUTCOME, outcomes)) for event in batch]
+        opened = [open_values(event, event.ts.isoformat(), self._process_id(event.process)) for event in starts]
+        closed = [(event.op_id,) for event in outcomes]
         try:
-            with self._lock:
-                registered: dict[ProcessId, int] = {}
-                with immediate(self._db):
-                    def pid(event: AuditEvent) -> int:
-                        return self._process_id(event.process, registered)
+            self._commit(rows, opened, closed)
+        except UnicodeEncodeError:  # a lone surrogate a client sent (a request id, an error message)
+            self._commit(cleaned(rows), cleaned(opened), closed)
 
-                    self._db.executemany(_INSERT, [row_values(kind, event, event.ts.isoformat(), pid(event))
-                                                   for kind, batch in ((START, starts), (EVENT, events),
-                                                                       (OUTCOME, outcomes)) for event in batch])
-                    if starts:
-                        self._db.executemany(_OPEN, [open_values(event, event.ts.isoformat(), pid(event))
-                                                     for event in starts])
-                    if outcomes:
-                        self._db.executemany(_CLOSE, [(event.op_id,) for event in outcomes])
-                self._process_ids.update(registered)  # only once committed
-        except sqlite3.Error as exc:  # locked beyond busy_timeout, disk full, read-only file
-            raise KhiveError(f"audit store unavailable: SQLite at {self.path}: {exc}", code="audit_store_unavailable",
-                             details={"store": "sqlite", "where": str(self.path)}) from exc
+    def _commit(self, rows: list[tuple[Any, ...]], opened: list[tuple[Any, ...]], closed: list[tuple[str]]) -> None:
+        try:
+            with self._lock, immediate(self._db):
+                self._db.executemany(_INSERT, rows)
+                if opened:
+                    self._db.executemany(_OPEN, opened)
+                if closed:
+                    self._db.executemany(_CLOSE, closed)
+        except sqlite3.Error as exc:
+            raise self._unavailable(exc) from exc
 
-    def _process_id(self, process: ProcessId | None, registered: dict[ProcessId, int]) -> int:
-        """The key of ``process``, registered in the running transaction if new."""
+    def _process_id(self, process: ProcessId | None) -> int:
+        """The key of ``process``, registered once (in its own transaction) when first seen."""
         if process is None:
             return NO_PROCESS
-        known = self._process_ids.get(process) or registered.get(process)
+        known = self._process_ids.get(process)
         if known is None:
-            values = process_values(process)
-            self._db.execute(_REGISTER, values)
-            known = registered[process] = int(self._db.execute(_PROCESS_ID, values).fetchone()[0])
+            values = cleaned([process_values(process)])[0]
+            try:
+                with self._lock, immediate(self._db):
+                    self._db.execute(_REGISTER, values)
+                    known = int(self._db.execute(_PROCESS_ID, values).fetchone()[0])
+            except sqlite3.Error as exc:
+                raise self._unavailable(exc) from exc
+            self._process_ids[process] = known
         return known
+
+    def _unavailable(self, exc: sqlite3.Error) -> KhiveError:  # locked beyond busy_timeout, disk full, read-only
+        return KhiveError(f"audit store unavailable: SQLite at {self.path}: {exc}", code="audit_store_unavailable",
+                          details={"store": "sqlite", "where": str(self.path)})
 
     async def append(self, events: Sequence[AuditEvent]) -> None:
         await self.write(events=events)
@@ -187,19 +198,17 @@ class SqliteAuditStore:
         self._recovered = True
         with self._lock:
             rows = self._db.execute(_LIST_OPEN).fetchall()
-        ends = interrupted((open_event(row, _ts(row[1])) for row in rows), this_process(), datetime.now(UTC))
+        me = this_process()
+        ends = interrupted((open_event(row, _ts(row[1])) for row in rows), me, datetime.now(UTC))
         if not ends:
             return 0
+        recorder = self._process_id(me)
         written = 0
-        with self._lock:
-            registered: dict[ProcessId, int] = {}
-            with immediate(self._db):
-                for end in ends:  # another process may have recovered (or closed) it since we looked
-                    if self._db.execute(_CLOSE, (end.op_id,)).rowcount:
-                        self._db.execute(_INSERT, row_values(OUTCOME, end, end.ts.isoformat(),
-                                                             self._process_id(end.process, registered)))
-                        written += 1
-            self._process_ids.update(registered)
+        with self._lock, immediate(self._db):
+            for end in ends:  # another process may have recovered (or closed) it since we looked
+                if self._db.execute(_CLOSE, (end.op_id,)).rowcount:
+                    self._db.execute(_INSERT, cleaned([row_values(OUTCOME, end, end.ts.isoformat(), recorder)])[0])
+                    written += 1
         return written
 
     async def query(self, query: AuditQuery) -> list[AuditEvent]:

@@ -1,7 +1,9 @@
 """The audit store interface and its query filter. Stores are append-only.
 
 ``write`` appends in ONE transaction, committed before it returns: op starts (each also listed
-as open until its outcome arrives), complete events, and outcomes (which close their starts).
+as open until its outcome arrives), complete events, and outcomes (which close their starts). A
+write either commits or raises ``audit_store_unavailable``; cancelling its caller does not leave
+that unknown (the stores do not let a cancellation interrupt it).
 ``recover`` appends an ``interrupted`` outcome for every open op whose process is gone.
 ``query`` reads one merged event per op, newest first.
 """

@@ -85,8 +85,7 @@ class RequestTrail:
                 starts.append((index, self._event(index, op, now, STARTED), op))
             else:
                 events.append((index, self._event(index, op, now, _code(op))))
-        with anyio.CancelScope(shield=True):  # a commit that happened must be known to have happened
-            await self._store.write(starts=[start for _, start, _ in starts], events=[event for _, event in events])
+        await self._store.write(starts=[start for _, start, _ in starts], events=[event for _, event in events])
         self._recorded.update(index for index, _, _ in starts)
         self._recorded.update(index for index, _ in events)
         self._open.update((index, (start, op)) for index, start, op in starts)
@@ -103,8 +102,7 @@ class RequestTrail:
                 done, self._finished = self._finished, []
                 outcomes = [self._outcome(*self._open[i]) for i in done]
                 try:
-                    with anyio.CancelScope(shield=True):
-                        await self._store.write(outcomes=outcomes)
+                    await self._store.write(outcomes=outcomes)
                 except Exception:  # close() tries again
                     log.exception("could not append %d outcomes of request %s", len(done), self.request_id)
                     continue

@@ -81,13 +81,13 @@ def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Setup:
     return Setup("postgres", tmp_path, config, {"KHIVE_TEST_AUDIT_URL": request.getfixturevalue("pg_database")})
 
 
-def dispatch_with(setup: Setup, pack: AuditPack, text: str, request_id: str, transport: str = CLI
-                  ) -> tuple[dict[str, Any], list[AuditEvent]]:
+def dispatch_with(setup: Setup, pack: AuditPack, text: str, request_id: str, transport: str = CLI,
+                  principal: str = "operator:tester") -> tuple[dict[str, Any], list[AuditEvent]]:
     async def main() -> tuple[dict[str, Any], list[AuditEvent]]:
         runtime = setup.runtime(pack)
         try:
-            envelope = await dispatch(parse(text), Context(runtime, "operator:tester", transport,
-                                                           request_id=request_id))
+            envelope = await dispatch(parse(text), Context(runtime, principal, transport, request_id=request_id,
+                                                           user="tester"))
             events = await runtime.audit.query(AuditQuery(request_id=request_id))
             return envelope, sorted(events, key=lambda e: e.op_index)
         finally:
@@ -128,9 +128,12 @@ def test_a_batch_commits_every_event_before_any_op_runs(setup: Setup) -> None:
 
 def test_values_json_cannot_hold_still_leave_events(setup: Setup) -> None:
     pack = AuditPack()
-    envelope, events = dispatch_with(setup, pack, "a.huge() | a.count(x=$prev)", "u1")
+    # a client names itself with anything (an MCP clientInfo name becomes the principal)
+    envelope, events = dispatch_with(setup, pack, "a.huge() | a.count(x=$prev)", "u1",
+                                     principal="agent:odd\ud800\x00name")
     assert envelope["summary"]["succeeded"] == 2 and pack.runs
     assert [(e.verb, e.outcome) for e in events] == [("a.huge", "ok"), ("a.count", "ok")]
+    assert {e.principal for e in events} == {"agent:odd\\ud800\\u0000name"}
     shown = {"n": str(2**70), "s": "lone \\ud800 surrogate", "nul": "a\\u0000b"}
     assert events[1].args_redacted == {"x": shown}
     assert len(events[1].write_keys) == 1 and "\\ud800" in events[1].write_keys[0]
