@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -82,7 +83,8 @@ class AuditEvent:
 
 
 def new_op_id() -> str:
-    return os.urandom(8).hex()
+    """Unique, and ordered by time: index entries of ops written together land on the same pages."""
+    return f"{time.time_ns():016x}{os.urandom(4).hex()}"
 
 
 def digest_args(args: Any) -> str:
