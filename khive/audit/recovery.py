@@ -40,7 +40,8 @@ def row_values(kind: str, event: AuditEvent, ts: Any, process_id: int) -> tuple[
                 process_id if event.outcome == INTERRUPTED else NO_PROCESS)
     return (ts, event.request_id, event.op_index, event.principal, event.transport, event.verb, event.args_digest,
             audit_json(event.args_redacted), event.decision, event.reason, event.outcome, event.duration_us,
-            audit_json(list(event.write_keys)), kind, event.op_id, event.user, process_id)
+            audit_json(list(event.write_keys)) if event.write_keys else "[]", kind, event.op_id, event.user,
+            process_id)
 
 
 def open_values(event: AuditEvent, ts: Any, process_id: int) -> tuple[Any, ...]:

@@ -151,9 +151,13 @@ class SqliteAuditStore:
             return
         if not self._recovered:
             await self.recover()
-        rows = [row_values(kind, event, event.ts.isoformat(), self._process_id(event.process))
-                for kind, batch in ((START, starts), (EVENT, events), (OUTCOME, outcomes)) for event in batch]
-        opened = [open_values(event, event.ts.isoformat(), self._process_id(event.process)) for event in starts]
+        rows, opened = [], []
+        for kind, batch in ((START, starts), (EVENT, events), (OUTCOME, outcomes)):
+            for event in batch:
+                ts, process_id = event.ts.isoformat(), self._process_id(event.process)
+                rows.append(row_values(kind, event, ts, process_id))
+                if kind == START:
+                    opened.append(open_values(event, ts, process_id))
         closed = [(event.op_id,) for event in outcomes]
         try:
             self._commit(rows, opened, closed)
@@ -196,9 +200,14 @@ class SqliteAuditStore:
 
     async def recover(self) -> int:
         self._recovered = True
+        try:
+            return self._recover(this_process())
+        except sqlite3.Error as exc:
+            raise self._unavailable(exc) from exc
+
+    def _recover(self, me: ProcessId) -> int:
         with self._lock:
             rows = self._db.execute(_LIST_OPEN).fetchall()
-        me = this_process()
         ends = interrupted((open_event(row, _ts(row[1])) for row in rows), me, datetime.now(UTC))
         if not ends:
             return 0
