@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import daemons
+import psycopg
 import pytest
 from daemon_helpers import KHIVE, Daemon, audit, wait_for
 
@@ -23,8 +24,12 @@ def journal_lines(journal: Path) -> list[str]:
     return journal.read_text().splitlines() if journal.exists() else []
 
 
-def raw_outcomes(project: Path, request_id: str) -> list[tuple[int, str, str]]:
+def raw_outcomes(project: Path, request_id: str, pg_url: str | None = None) -> list[tuple[int, str, str]]:
     """(op_index, outcome, reason) of the outcome rows, read without any runtime (so without recovery)."""
+    if pg_url is not None:
+        with psycopg.connect(pg_url) as conn:
+            return conn.execute("SELECT op_index, outcome, reason FROM khive_audit_events WHERE kind = 'outcome' "
+                                "AND request_id = %s ORDER BY op_index", [request_id]).fetchall()
     db = sqlite3.connect(project / ".khive" / "audit.sqlite")
     try:
         return db.execute("SELECT op_index, outcome, reason FROM audit_events WHERE kind = 'outcome' "
@@ -41,8 +46,15 @@ def kill(daemon: Daemon) -> int:
     return victim
 
 
-def test_kill_9_mid_chain_the_next_daemon_records_the_running_op_interrupted(daemon: Daemon, project: Path,
-                                                                              tmp_path: Path) -> None:
+@pytest.mark.parametrize("store", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_kill_9_mid_chain_the_next_daemon_records_the_running_op_interrupted(
+        daemon: Daemon, project: Path, tmp_path: Path, store: str, request: pytest.FixtureRequest) -> None:
+    pg_url = None
+    if store == "postgres":
+        pg_url = request.getfixturevalue("pg_database")
+        config = project / "khive.yaml"
+        config.write_text(config.read_text().replace("store: sqlite", "store: postgres\n  url: env:KHIVE_AUDIT_URL"))
+        daemon.env["KHIVE_AUDIT_URL"] = pg_url
     hold, journal = tmp_path / "hold", tmp_path / "journal.txt"
     hold.mkdir()
     assert daemon.khive("request", "ping()", cwd=project).returncode == 0  # the daemon is up
@@ -53,12 +65,12 @@ def test_kill_9_mid_chain_the_next_daemon_records_the_running_op_interrupted(dae
     victim = kill(daemon)
     stdout, _ = client.communicate(timeout=120)
     assert json.loads(stdout)["results"][1]["error"]["code"] == "daemon_connection_lost"  # a write is not resent
-    assert [row[:2] for row in raw_outcomes(project, "chain-1")] == [(0, "ok")]  # op 1 never finished
+    assert [row[:2] for row in raw_outcomes(project, "chain-1", pg_url)] == [(0, "ok")]  # op 1 never finished
 
     assert daemon.khive("request", "ping()", cwd=project).returncode == 0  # starts the next daemon
     successor = daemon.pid()
-    wait_for(lambda: len(raw_outcomes(project, "chain-1")) == 2, "the next daemon's recovery")
-    [(_, outcome, reason)] = raw_outcomes(project, "chain-1")[1:]
+    wait_for(lambda: len(raw_outcomes(project, "chain-1", pg_url)) == 2, "the next daemon's recovery")
+    [(_, outcome, reason)] = raw_outcomes(project, "chain-1", pg_url)[1:]
     assert outcome == "interrupted" and f"pid {victim} " in reason and f"recorded by pid {successor} " in reason
 
     events = {e["op_index"]: e for e in audit(project, daemon.env) if e["request_id"] == "chain-1"}
