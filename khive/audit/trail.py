@@ -11,7 +11,8 @@
                      cancellation), an ``interrupted`` outcome
 
 A failed outcome write is logged and retried by ``close``; the op's start is already durable.
-``close`` returns only once every outcome is committed, so an answered op has its outcome.
+``close`` returns once every outcome is committed (or its failure logged): an answered op has its
+outcome in the trail.
 """
 
 from __future__ import annotations
