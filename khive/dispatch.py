@@ -131,9 +131,11 @@ async def _run_chain(ops: tuple[Op, ...], ctx: Context, trail: RequestTrail) -> 
             continue
         item = _prepare(op, args, ctx)
         outcome = item if isinstance(item, _Outcome) else item.outcome
-        started = await _write_ahead(trail, [(index, outcome)])  # its args as they are after $prev
+        # Its start (args as they are after $prev) shares a transaction with the previous op's outcome.
+        started = await _write_ahead(trail, [(index, outcome)])
         if started and not isinstance(item, _Outcome) and outcome.decision == "allow":
-            await _execute_audited(index, item, ctx, trail)
+            await _execute(item, ctx)
+            trail.finished(index)
         outcomes.append(outcome)
         if outcome.ok:
             prev = outcome.result
@@ -186,7 +188,7 @@ async def _write_ahead(trail: RequestTrail, ops: list[tuple[int, _Outcome]]) -> 
 
 async def _execute_audited(index: int, item: _Prepared, ctx: Context, trail: RequestTrail) -> None:
     await _execute(item, ctx)
-    await trail.after(index, item.outcome)
+    await trail.after(index)
 
 
 async def _execute(item: _Prepared, ctx: Context) -> None:

@@ -1,11 +1,15 @@
 """One request's write-ahead audit (ADR 0029), as the dispatcher drives it.
 
     before(ops)      one committed transaction: a start for each op about to run, a complete event
-                     for each op that stops here (denied, invalid, unknown verb, write conflict);
-                     raises ``audit_store_unavailable`` when the store cannot take it: then nothing runs
+                     for each op that stops here (denied, invalid, unknown verb, write conflict), and
+                     the outcomes of finished ops not written yet; raises ``audit_store_unavailable``
+                     when the store cannot take it: then nothing runs
     after(op)        the op's outcome, appended once it has finished; ops of a batch that finish in
                      the same turn of the event loop share one transaction (the first of them writes
                      for all, the others return at once)
+    finished(op)     the op has finished; its outcome goes with the next ``before`` or ``close``: a
+                     chain's next op starts at once, so one transaction holds the outcome of op i and
+                     the start of op i + 1
     close(ops)       at the end: events for ops never recorded (aborted chain ops); for ops started but
                      never finished because the request itself ended early (an exception, a
                      cancellation), an ``interrupted`` outcome
@@ -86,12 +90,23 @@ class RequestTrail:
                 starts.append((index, self._event(index, op, now, STARTED), op))
             else:
                 events.append((index, self._event(index, op, now, _code(op))))
-        await self._store.write(starts=[start for _, start, _ in starts], events=[event for _, event in events])
+        done, self._finished = self._finished, []
+        try:
+            await self._store.write(starts=[start for _, start, _ in starts], events=[event for _, event in events],
+                                    outcomes=[self._outcome(*self._open[i]) for i in done])
+        except BaseException:
+            self._finished = done + self._finished
+            raise
+        for i in done:
+            del self._open[i]
         self._recorded.update(index for index, _, _ in starts)
         self._recorded.update(index for index, _ in events)
         self._open.update((index, (start, op)) for index, start, op in starts)
 
-    async def after(self, index: int, op: OpState) -> None:
+    def finished(self, index: int) -> None:
+        self._finished.append(index)
+
+    async def after(self, index: int) -> None:
         self._finished.append(index)
         if self._writing:  # the op writing now (or its next round) takes this outcome too
             return
