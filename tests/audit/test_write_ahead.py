@@ -114,14 +114,15 @@ def test_a_chain_commits_each_op_before_it_runs_with_its_args_after_prev(setup: 
 
 def test_a_batch_commits_every_event_before_any_op_runs(setup: Setup) -> None:
     pack = AuditPack(second_store=setup.store)
-    text = '[a.peek(), a.count(x=1), a.count(x=1), nope(), audit.query(limit=1)]'
+    text = '[a.peek(), a.count(x=1), a.count(x=1), nope(), audit.query(limit=1), a.count(y=2)]'
     envelope, events = dispatch_with(setup, pack, text, "b1", transport=MCP_STDIO)
     seen = {entry["op_index"]: entry["outcome"] for entry in envelope["results"][0]["result"]["seen"]}
     # every op is in the trail before op 0 ran: those that run as started, the rest as complete events
-    assert set(seen) == {0, 1, 2, 3, 4}
+    assert set(seen) == {0, 1, 2, 3, 4, 5}
     assert seen[0] == "running" and seen[1] in {"running", "ok"}
-    assert (seen[2], seen[3], seen[4]) == ("write_conflict", "unknown_verb", "permission_denied")
-    assert [e.outcome for e in events] == ["ok", "ok", "write_conflict", "unknown_verb", "permission_denied"]
+    assert [seen[i] for i in (2, 3, 4, 5)] == ["write_conflict", "unknown_verb", "permission_denied", "invalid_args"]
+    assert [e.outcome for e in events] == ["ok", "ok", "write_conflict", "unknown_verb", "permission_denied",
+                                           "invalid_args"]
     assert events[4].decision == "deny" and "operator verb" in events[4].reason
     assert pack.runs == [1]
 
