@@ -148,7 +148,8 @@ def _parser() -> argparse.ArgumentParser:
     audit = commands.add_parser("audit", help="read the audit trail")
     audit.add_argument("--verb")
     audit.add_argument("--principal")
-    audit.add_argument("--outcome")
+    audit.add_argument("--outcome", help="ok, an error code, aborted, interrupted, running, parse-error")
+    audit.add_argument("--request-id")
     audit.add_argument("--since", type=datetime.fromisoformat)
     audit.add_argument("--until", type=datetime.fromisoformat)
     audit.add_argument("--limit", type=int, default=50)
@@ -228,6 +229,7 @@ def _request(args: argparse.Namespace) -> int:
     try:
         request = parse(text)  # a syntax error never reaches the daemon
     except DslSyntaxError as exc:
+        _audit_parse_error(args, text, exc)
         sys.stdout.write(orjson.dumps({"error": exc.to_dict()}, option=orjson.OPT_INDENT_2).decode() + "\n")
         print(f"khive: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -252,6 +254,34 @@ def _request(args: argparse.Namespace) -> int:
         shown = orjson.dumps(envelope, option=orjson.OPT_INDENT_2)
     sys.stdout.write(shown.decode() + "\n")
     return EXIT_OK if envelope["status"] == "success" else EXIT_FAILED
+
+
+def _audit_parse_error(args: argparse.Namespace, text: str, exc: DslSyntaxError) -> None:
+    """A rejected text goes to the project's audit trail (its digest, never the text); outside a
+    project there is no trail, and nothing ran."""
+    import anyio
+
+    from khive.audit.config import open_audit_store
+    from khive.audit.trail import audit_parse_error
+    from khive.project.config import load_config
+    from khive.project.locate import CONFIG_NAME
+
+    try:
+        project = locate_project(args.project, os.environ, Path.cwd())
+        store = open_audit_store(project, load_config(project / CONFIG_NAME), os.environ)
+    except KhiveError:
+        return
+
+    async def record() -> bool:
+        try:
+            return await audit_parse_error(store, exc, text, request_id=args.request_id,
+                                           principal=operator_principal(), transport=CLI,
+                                           user=operator_principal().split(":", 1)[1])
+        finally:
+            await store.aclose()
+
+    if not anyio.run(record):
+        print("khive: the parse error could not be written to the audit trail", file=sys.stderr)
 
 
 def _forward(args: argparse.Namespace, text: str, request: Request, project: Path,
@@ -428,7 +458,7 @@ def _audit(args: argparse.Namespace) -> int:
 
     runtime = _runtime(args)
     query = AuditQuery(verb=args.verb, principal=args.principal, outcome=args.outcome, since=args.since,
-                       until=args.until, limit=args.limit)
+                       until=args.until, request_id=args.request_id, limit=args.limit)
 
     async def run() -> list[dict[str, Any]]:
         try:

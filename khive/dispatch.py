@@ -1,5 +1,5 @@
-"""Run a parsed request: resolve, validate, substitute ``$prev``, claim write keys, gate, handle,
-guard, audit; then shape the envelope.
+"""Run a parsed request: resolve, validate, substitute ``$prev``, claim write keys, gate, audit the
+start, handle, guard, audit the outcome; then shape the envelope.
 
     {"results": [...], "summary": {"total", "succeeded", "failed", "aborted"},
      "status": "success" | "partial" | "failed", "request_id": "..."}
@@ -7,7 +7,8 @@ guard, audit; then shape the envelope.
 Parallel ops run concurrently (at most ``server.max_parallel_ops`` of one request at a time, started in
 input order) and never abort each other; a chain runs in order and aborts the rest after its first
 failure. Preparation (everything up to the gate) happens in input order, so write-key claims are
-deterministic: a later op claiming an earlier op's key fails.
+deterministic: a later op claiming an earlier op's key fails. The audit is
+write-ahead (ADR 0029): an op runs only after its start event is committed.
 """
 
 from __future__ import annotations
@@ -17,13 +18,12 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from khive.audit.events import AuditEvent, digest_args, redact
+from khive.audit.trail import RequestTrail
 from khive.context import Context
 from khive.dsl.nodes import Mode, Op, Ref, Request
 from khive.errors import InvalidArgs, KhiveError, LimitExceeded, OpError, PermissionDenied, RefError, WriteConflict
@@ -65,15 +65,22 @@ async def dispatch(request: Request, ctx: Context) -> dict[str, Any]:
     request_id = ctx.request_id or uuid.uuid4().hex
     if not ctx.request_id:
         ctx = ctx.with_(request_id=request_id)
-    if request.mode is Mode.CHAIN:
-        outcomes = await _run_chain(request.ops, ctx)
-    else:
-        outcomes = await _run_parallel(request.ops, ctx)
-    await _audit(outcomes, ctx)
+    trail = RequestTrail(ctx.runtime.audit, request_id=request_id, principal=ctx.principal,
+                         transport=ctx.transport, user=ctx.user_name)
+    try:
+        if request.mode is Mode.CHAIN:
+            outcomes = await _run_chain(request.ops, ctx, trail)
+        else:
+            outcomes = await _run_parallel(request.ops, ctx, trail)
+    except BaseException as exc:  # ops that started get an outcome even when the request dies
+        with anyio.CancelScope(shield=True):
+            await trail.close(failure=exc)
+        raise
+    await trail.close(outcomes)
     return _envelope(outcomes, ctx, request_id)
 
 
-async def _run_parallel(ops: tuple[Op, ...], ctx: Context) -> list[_Outcome]:
+async def _run_parallel(ops: tuple[Op, ...], ctx: Context, trail: RequestTrail) -> list[_Outcome]:
     claimed: dict[str, int] = {}
     prepared: list[_Prepared | None] = []
     outcomes: list[_Outcome] = []
@@ -98,17 +105,19 @@ async def _run_parallel(ops: tuple[Op, ...], ctx: Context) -> list[_Outcome]:
         prepared.append(item)
         outcomes.append(item.outcome)
 
-    runnable = [item for item in prepared if item is not None and item.outcome.decision == "allow"]
+    started = await _write_ahead(trail, list(enumerate(outcomes)))  # one transaction, before any op runs
+    runnable = [(index, item) for index, item in enumerate(prepared)
+                if started and item is not None and item.outcome.decision == "allow"]
     if len(runnable) == 1:
-        await _execute(runnable[0], ctx)
+        await _execute_audited(*runnable[0], ctx, trail)
     elif runnable:
         # At most max_parallel_ops of one request run at once (ADR 0028): a few workers take the ops in
         # input order, so one big batch cannot hold every worker thread and database connection.
         queue = iter(runnable)
 
         async def worker() -> None:
-            for item in queue:
-                await _execute(item, ctx)
+            for index, item in queue:
+                await _execute_audited(index, item, ctx, trail)
 
         async with anyio.create_task_group() as group:
             for _ in range(min(ctx.runtime.max_parallel_ops, len(runnable))):
@@ -116,7 +125,7 @@ async def _run_parallel(ops: tuple[Op, ...], ctx: Context) -> list[_Outcome]:
     return outcomes
 
 
-async def _run_chain(ops: tuple[Op, ...], ctx: Context) -> list[_Outcome]:
+async def _run_chain(ops: tuple[Op, ...], ctx: Context, trail: RequestTrail) -> list[_Outcome]:
     outcomes: list[_Outcome] = []
     prev: Any = None
     failed_at: int | None = None
@@ -128,13 +137,16 @@ async def _run_chain(ops: tuple[Op, ...], ctx: Context) -> list[_Outcome]:
         try:
             args = _substitute(op.args, prev) if index else op.args
         except RefError as exc:
-            outcomes.append(_Outcome(op.verb, _show_refs(op.args), error=exc))
+            outcomes.append(_Outcome(op.verb, op.args, error=exc))
             failed_at = index
             continue
         item = _prepare(op, args, ctx)
         outcome = item if isinstance(item, _Outcome) else item.outcome
-        if not isinstance(item, _Outcome) and outcome.decision == "allow":
+        # Its start (args as they are after $prev) shares a transaction with the previous op's outcome.
+        started = await _write_ahead(trail, [(index, outcome)])
+        if started and not isinstance(item, _Outcome) and outcome.decision == "allow":
             await _execute(item, ctx)
+            trail.finished(index)
         outcomes.append(outcome)
         if outcome.ok:
             prev = outcome.result
@@ -164,6 +176,8 @@ def _prepare(op: Op, args: Mapping[str, Any], ctx: Context) -> _Prepared | _Outc
     try:  # a pack's write-key rule (or the gate) failing fails this op only, like a failing handler
         if params is not None and verb.write_keys is not None:
             outcome.write_keys = tuple(verb.write_keys(params))
+            if not all(isinstance(key, str) for key in outcome.write_keys):
+                raise TypeError(f"write keys must be strings, got {outcome.write_keys!r:.200}")
         decision = runtime.gate.decide(ctx.principal, ctx.transport, verb, help_only=help_only)
     except KhiveError as exc:
         outcome.error = exc
@@ -180,6 +194,23 @@ def _prepare(op: Op, args: Mapping[str, Any], ctx: Context) -> _Prepared | _Outc
                                          details={"verb": verb.name, "reason": decision.reason})
         return outcome
     return _Prepared(verb, params, outcome)
+
+
+async def _write_ahead(trail: RequestTrail, ops: list[tuple[int, _Outcome]]) -> bool:
+    """Commit the start events of ``ops`` (and the events of those that stop here); False: nothing may run."""
+    try:
+        await trail.before(ops)
+    except KhiveError as exc:  # audit_store_unavailable: an op that cannot be audited does not run
+        for _, outcome in ops:
+            if outcome.error is None and not outcome.aborted:
+                outcome.error = exc
+        return False
+    return True
+
+
+async def _execute_audited(index: int, item: _Prepared, ctx: Context, trail: RequestTrail) -> None:
+    await _execute(item, ctx)
+    await trail.after(index)
 
 
 async def _execute(item: _Prepared, ctx: Context) -> None:
@@ -243,16 +274,6 @@ def _ref_details(ref: Ref, at: Any) -> dict[str, Any]:
     return {"ref": str(ref), "available": sorted(at) if isinstance(at, dict) else None}
 
 
-def _show_refs(value: Any) -> Any:
-    if isinstance(value, Ref):
-        return str(value)
-    if isinstance(value, Mapping):
-        return {key: _show_refs(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_show_refs(item) for item in value]
-    return value
-
-
 def _invalid_args(verb: Verb, exc: ValidationError) -> InvalidArgs:
     problems = []
     for error in exc.errors(include_url=False):
@@ -269,31 +290,6 @@ def _invalid_args(verb: Verb, exc: ValidationError) -> InvalidArgs:
     summary = "; ".join(problem["message"] for problem in problems)
     kind = LimitExceeded if all(p["type"] == "limit_exceeded" for p in problems) else InvalidArgs
     return kind(f"{verb.name}: {summary}", details={"verb": verb.name, "errors": problems})
-
-
-async def _audit(outcomes: list[_Outcome], ctx: Context) -> None:
-    now = datetime.now(UTC)
-    events = []
-    for index, outcome in enumerate(outcomes):
-        args = _show_refs(outcome.args)
-        if outcome.aborted:
-            code = "aborted"
-        elif outcome.ok:
-            code = "ok"
-        else:
-            code = outcome.error.code if outcome.error else "internal_error"
-        events.append(AuditEvent(
-            ts=now, request_id=ctx.request_id, op_index=index, principal=ctx.principal,
-            transport=ctx.transport, verb=outcome.verb, args_digest=digest_args(args),
-            args_redacted=redact(args), decision=outcome.decision,
-            reason=outcome.reason or (outcome.error.message if outcome.error else ""),
-            outcome=code, duration_us=outcome.duration_us, write_keys=outcome.write_keys,
-        ))
-    try:
-        await ctx.runtime.audit.append(events)
-    except Exception:
-        log.exception("could not append %d audit events for request %s", len(events), ctx.request_id)
-        raise
 
 
 def _envelope(outcomes: list[_Outcome], ctx: Context, request_id: str) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from mcp.server.lowlevel import Server
 
 from khive import __version__
 from khive.agent_brief import server_instructions, tool_description
+from khive.audit.trail import audit_parse_error
 from khive.context import MCP_HTTP, MCP_STDIO, PRESENTATIONS, Context
 from khive.dispatch import dispatch
 from khive.errors import DslSyntaxError
@@ -85,7 +86,7 @@ def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: Daemo
     from khive.client import Call, Forwarded, forward_or_spawn
 
     async def dispatcher(text: str, ctx: Context) -> dict[str, Any]:
-        sampler = (ctx.extra or {}).get(SAMPLE_KEY)
+        sampler: Any = (ctx.extra or {}).get(SAMPLE_KEY)
 
         def progress(done: float, total: float | None, message: str | None) -> None:
             async def report() -> None:
@@ -137,6 +138,8 @@ def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,
         try:
             request = await parse_request(text)  # a syntax error is a protocol error and never reaches the dispatcher
         except DslSyntaxError as exc:
+            await audit_parse_error(runtime.audit, exc, text, request_id=request_id,
+                                    principal=_principal(ctx, transport), transport=transport, user=user)
             raise MCPError(INVALID_PARAMS, f"DSL syntax error: {exc.message}", parse_error_data(exc)) from None
         request_id = request_id or uuid.uuid4().hex  # known here, so even a failure below can name it
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pluggy
 
-from khive.audit.sqlite import SqliteAuditStore
+from khive.audit.config import open_audit_store
 from khive.audit.store import AuditStore
 from khive.connections.config import ConnectionConfig
 from khive.connections.driver import Driver, open_driver
@@ -28,7 +28,7 @@ from khive.plugins import (
     collect_embedders,
     collect_verbs,
 )
-from khive.project.config import KhiveConfig, referenced_variables, resolve_env
+from khive.project.config import KhiveConfig, referenced_variables
 from khive.project.envfile import ENV_FILE, is_placeholder
 from khive.project.locate import STATE_DIR
 from khive.project.store import FileStore
@@ -188,16 +188,3 @@ def open_index(runtime: Runtime) -> RetrievalIndex:
         embedder = spec.factory()
     return RetrievalIndex(runtime.project, sources, embedder=embedder, edge_rules=runtime.edge_rules,
                           watch=section.watch, limits=runtime.limits)
-
-
-def open_audit_store(project: Path, config: KhiveConfig, env: Mapping[str, str]) -> AuditStore:
-    section = config.audit
-    if section.store == "postgres":
-        from khive.audit.postgres import PostgresAuditStore
-
-        if section.url is None:
-            raise ConfigError("audit.store is postgres but audit.url is not set",
-                              details={"fix": "set audit.url: env:KHIVE_AUDIT_URL"})
-        return PostgresAuditStore(resolve_env(section.url, env, what="audit.url"), table=section.table)
-    path = Path(section.path) if section.path else Path(STATE_DIR) / "audit.sqlite"
-    return SqliteAuditStore(path if path.is_absolute() else project / path)

@@ -2,31 +2,48 @@
 
 One connection per store, opened lazily inside the running event loop and shared under a lock.
 Triggers refuse UPDATE, DELETE and TRUNCATE, so the table is append-only for every role that
-cannot drop them (run khive as a role that does not own the table for a tamper-evident trail).
+cannot drop them (run khive as a role that does not own the table for a tamper-evident trail;
+it needs INSERT and SELECT on the table and on ``<table>_processes`` (with USAGE on its id
+sequence), and INSERT, SELECT and DELETE on ``<table>_open``, the working index of ops started
+without an outcome yet). Each ``write`` is one transaction whose commit
+returns once the server has made it durable (synchronous_commit, on by default): it survives the
+death of the khive process and, with the server's defaults, a crash of the server (ADR 0029).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import anyio
-import orjson
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
-from psycopg.types.json import Jsonb
 
-from khive.audit.events import AuditEvent
+from khive.audit.events import EVENT, INTERRUPTED, OUTCOME, RUNNING, START, AuditEvent
+from khive.audit.process import ProcessId, this_process
+from khive.audit.recovery import (
+    COLUMNS,
+    NO_PROCESS,
+    OPEN_COLUMNS,
+    PROCESS_COLUMNS,
+    cleaned,
+    interrupted,
+    merged_event,
+    open_event,
+    open_values,
+    process_values,
+    row_values,
+)
 from khive.audit.store import AuditQuery, glob_to_like
 from khive.errors import ConfigError, KhiveError
 
 T = TypeVar("T")
 IDLE = TransactionStatus.IDLE
 
-_COLUMNS = ("ts", "request_id", "op_index", "principal", "transport", "verb", "args_digest", "args_redacted",
-            "decision", "reason", "outcome", "duration_us", "write_keys")
+_JSON_COLUMNS = frozenset({"args_redacted", "write_keys"})
 _TRIGGERS = ("khive_audit_no_update_delete", "khive_audit_no_truncate")
 
 _TABLE = """
@@ -46,8 +63,32 @@ CREATE TABLE IF NOT EXISTS {table} (
     duration_us bigint NOT NULL,
     write_keys jsonb NOT NULL
 );
-CREATE INDEX IF NOT EXISTS {ts_index} ON {table} (ts);
-CREATE INDEX IF NOT EXISTS {request_index} ON {table} (request_id);
+ALTER TABLE {table} ADD COLUMN IF NOT EXISTS kind text NOT NULL DEFAULT 'event';
+ALTER TABLE {table} ADD COLUMN IF NOT EXISTS op_id text NOT NULL DEFAULT '';
+ALTER TABLE {table} ADD COLUMN IF NOT EXISTS user_name text NOT NULL DEFAULT '';
+ALTER TABLE {table} ADD COLUMN IF NOT EXISTS process_id bigint NOT NULL DEFAULT 0;
+DROP INDEX IF EXISTS {old_ts_index};
+DROP INDEX IF EXISTS {old_request_index};
+CREATE INDEX IF NOT EXISTS {ts_index} ON {table} (ts) WHERE kind <> 'outcome';
+CREATE INDEX IF NOT EXISTS {request_index} ON {table} (request_id) WHERE kind <> 'outcome';
+CREATE INDEX IF NOT EXISTS {outcome_index} ON {table} (op_id) WHERE kind = 'outcome';
+CREATE TABLE IF NOT EXISTS {processes} (
+    id bigserial PRIMARY KEY,
+    host text NOT NULL,
+    boot text NOT NULL,
+    pidns text NOT NULL,
+    pid int NOT NULL,
+    start bigint NOT NULL,
+    UNIQUE (host, boot, pidns, pid, start)
+);
+CREATE TABLE IF NOT EXISTS {open_table} (
+    op_id text PRIMARY KEY,
+    ts timestamptz NOT NULL,
+    request_id text NOT NULL,
+    op_index int NOT NULL,
+    verb text NOT NULL,
+    process_id bigint NOT NULL
+);
 CREATE OR REPLACE FUNCTION khive_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     RAISE EXCEPTION 'audit events are append-only (% on %)', TG_OP, TG_TABLE_NAME;
@@ -73,20 +114,62 @@ class PostgresAuditStore:
                       f"{params.get('port') or 5432}/{params.get('dbname') or params.get('user') or ''}")
         self.table = table
         self._ident = sql.Identifier(table)
+        self._open_ident = sql.Identifier(f"{table}_open")
+        self._processes_ident = sql.Identifier(f"{table}_processes")
         self._lock = anyio.Lock()
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._schema_ready = False
+        self._recovered = False
         self._closed = False
-        self._insert = sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
-            self._ident, sql.SQL(", ").join(map(sql.Identifier, _COLUMNS)),
-            sql.SQL(", ").join(sql.Placeholder() * len(_COLUMNS)))
+        self._process_ids: dict[ProcessId, int] = {}  # registered processes
+        self._insert = _insert(self._ident, COLUMNS)
+        self._open = _insert(self._open_ident, OPEN_COLUMNS)
+        self._close = sql.SQL("DELETE FROM {} WHERE op_id = ANY(%s) RETURNING op_id").format(self._open_ident)
+        columns = sql.SQL(", ").join(map(sql.Identifier, PROCESS_COLUMNS))
+        self._register = sql.SQL("INSERT INTO {} ({}) VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING").format(
+            self._processes_ident, columns)
+        self._process_id_of = sql.SQL("SELECT id FROM {} WHERE (host, boot, pidns, pid, start) = "
+                                      "(%s, %s, %s, %s, %s)").format(self._processes_ident)
+        process = sql.SQL(", ").join(sql.SQL("p.{}").format(sql.Identifier(c)) for c in PROCESS_COLUMNS)
+        self._list_open = sql.SQL("SELECT o.op_id, o.ts, o.request_id, o.op_index, o.verb, {} FROM {} AS o "
+                                  "LEFT JOIN {} AS p ON p.id = o.process_id").format(
+            process, self._open_ident, self._processes_ident)
+        self._outcome = sql.SQL(f"CASE WHEN s.kind = '{START}' THEN COALESCE(o.outcome, '{RUNNING}') "
+                                "ELSE s.outcome END")
+        # One merged event per op, as in the SQLite store: a start with its outcome (the op's own before an
+        # `interrupted` recorded by someone else, should both exist), or a complete event as it is.
+        self._merged = sql.SQL(f"""
+SELECT s.ts, s.request_id, s.op_index, s.principal, s.transport, s.verb, s.args_digest, s.args_redacted,
+       COALESCE(o.decision, s.decision), COALESCE(o.reason, s.reason), {{outcome}},
+       COALESCE(o.duration_us, s.duration_us), s.write_keys, s.kind, s.op_id, s.user_name, {{process}}
+FROM {{table}} AS s
+LEFT JOIN {{table}} AS o ON s.kind = '{START}' AND o.id = (
+    SELECT e.id FROM {{table}} AS e WHERE e.kind = '{OUTCOME}' AND e.op_id = s.op_id
+    ORDER BY e.outcome = '{INTERRUPTED}', e.id LIMIT 1)
+LEFT JOIN {{processes}} AS p ON p.id = s.process_id
+WHERE s.kind <> '{OUTCOME}'""").format(outcome=self._outcome, table=self._ident, process=process,
+                                       processes=self._processes_ident)
 
-    async def append(self, events: Sequence[AuditEvent]) -> None:
-        if not events:
+    async def write(self, *, starts: Sequence[AuditEvent] = (), events: Sequence[AuditEvent] = (),
+                    outcomes: Sequence[AuditEvent] = ()) -> None:
+        if not (starts or events or outcomes):
             return
-        rows = [(e.ts, e.request_id, e.op_index, e.principal, e.transport, e.verb, e.args_digest,
-                 Jsonb(e.args_redacted, dumps=_dumps), e.decision, e.reason, e.outcome, e.duration_us,
-                 Jsonb(list(e.write_keys), dumps=_dumps)) for e in events]
+        # Shielded: a cancelled caller must not leave it unknown whether its rows were committed.
+        with anyio.CancelScope(shield=True):
+            if not self._recovered:
+                await self.recover()
+            ids = {process: await self._process_id(process)
+                   for process in {event.process for batch in (starts, events, outcomes) for event in batch}}
+            rows = [row_values(kind, event, event.ts, ids[event.process])
+                    for kind, batch in ((START, starts), (EVENT, events), (OUTCOME, outcomes)) for event in batch]
+            opened = [open_values(event, event.ts, ids[event.process]) for event in starts]
+            closed = [event.op_id for event in outcomes]
+            try:
+                await self._commit(rows, opened, closed)
+            except (UnicodeEncodeError, psycopg.DataError):  # NUL or a lone surrogate a client sent
+                await self._commit(cleaned(rows), cleaned(opened), closed)
+
+    async def _commit(self, rows: list[tuple[Any, ...]], opened: list[tuple[Any, ...]], closed: list[str]) -> None:
         committing = False
 
         async def insert(conn: psycopg.AsyncConnection[Any]) -> None:
@@ -94,39 +177,92 @@ class PostgresAuditStore:
             async with conn.transaction():
                 async with conn.cursor() as cur:
                     await cur.executemany(self._insert, rows)
+                    if opened:
+                        await cur.executemany(self._open, opened)
+                    if closed:
+                        await cur.execute(self._close, [closed])
                 committing = True
 
         # Retrying after a failed commit could write the events twice.
         await self._run(insert, retry=lambda: not committing)
 
+    async def _process_id(self, process: ProcessId | None) -> int:
+        """The key of ``process``, registered once (in its own transaction) when first seen."""
+        if process is None:
+            return NO_PROCESS
+        known = self._process_ids.get(process)
+        if known is None:
+            values = cleaned([process_values(process)])[0]
+
+            async def register(conn: psycopg.AsyncConnection[Any]) -> int:
+                await conn.execute(self._register, values)
+                cur = await conn.execute(self._process_id_of, values)
+                row = await cur.fetchone()
+                return int(row[0]) if row else NO_PROCESS
+
+            known = self._process_ids[process] = await self._run(register)
+        return known
+
+    async def append(self, events: Sequence[AuditEvent]) -> None:
+        await self.write(events=events)
+
+    async def recover(self) -> int:
+        self._recovered = True
+
+        async def select(conn: psycopg.AsyncConnection[Any]) -> list[tuple[Any, ...]]:
+            cur = await conn.execute(self._list_open)
+            return await cur.fetchall()
+
+        me = this_process()
+        ends = interrupted((open_event(row, row[1]) for row in await self._run(select)), me, datetime.now(UTC))
+        if not ends:
+            return 0
+        recorder = await self._process_id(me)
+
+        async def close(conn: psycopg.AsyncConnection[Any]) -> int:
+            async with conn.transaction():
+                async with conn.cursor() as cur:
+                    # Only what is still open: another process may have recovered (or closed) some since we looked.
+                    await cur.execute(self._close, [[end.op_id for end in ends]])
+                    still = {row[0] for row in await cur.fetchall()}
+                    rows = cleaned([row_values(OUTCOME, end, end.ts, recorder) for end in ends if end.op_id in still])
+                    if rows:
+                        await cur.executemany(self._insert, rows)
+            return len(rows)
+
+        return await self._run(close, retry=lambda: False)
+
     async def query(self, query: AuditQuery) -> list[AuditEvent]:
+        await self.recover()  # a dead process's op reads as interrupted, never as running
         where: list[sql.Composable] = []
         params: list[Any] = []
         for column, pattern in (("verb", query.verb), ("principal", query.principal)):
             if pattern:
-                where.append(sql.SQL("{} LIKE %s ESCAPE '\\'").format(sql.Identifier(column)))
+                where.append(sql.SQL("s.{} LIKE %s ESCAPE '\\'").format(sql.Identifier(column)))
                 params.append(glob_to_like(pattern))
-        for clause, value in (("outcome = %s", query.outcome), ("request_id = %s", query.request_id),
-                              ("ts >= %s", query.since), ("ts < %s", query.until)):
+        if query.outcome:
+            where.append(self._outcome + sql.SQL(" = %s"))
+            params.append(query.outcome)
+        for clause, value in (("s.request_id = %s", query.request_id), ("s.ts >= %s", query.since),
+                              ("s.ts < %s", query.until)):
             if value:
                 where.append(sql.SQL(clause))
                 params.append(value)
-        statement = sql.SQL("SELECT {} FROM {}").format(sql.SQL(", ").join(map(sql.Identifier, _COLUMNS)),
-                                                         self._ident)
-        if where:
-            statement += sql.SQL(" WHERE ") + sql.SQL(" AND ").join(where)
-        statement += sql.SQL(" ORDER BY id DESC LIMIT %s")
+        statement = self._merged + sql.SQL("").join(sql.SQL(" AND ") + clause for clause in where)
+        statement += sql.SQL(" ORDER BY s.id DESC LIMIT %s")
         params.append(query.limit)
 
         async def select(conn: psycopg.AsyncConnection[Any]) -> list[tuple[Any, ...]]:
             cur = await conn.execute(statement, params)
             return await cur.fetchall()
 
-        return [_event(row) for row in await self._run(select)]
+        return [merged_event(row, row[0]) for row in await self._run(select)]
 
     async def count(self) -> int:
+        """Merged events: one per op (a start and its outcome count once)."""
         async def select(conn: psycopg.AsyncConnection[Any]) -> int:
-            cur = await conn.execute(sql.SQL("SELECT count(*) FROM {}").format(self._ident))
+            cur = await conn.execute(sql.SQL(f"SELECT count(*) FROM {{}} WHERE kind <> '{OUTCOME}'").format(
+                self._ident))
             row = await cur.fetchone()
             return int(row[0]) if row else 0
 
@@ -193,17 +329,29 @@ class PostgresAuditStore:
         # CREATE or ownership can still append.
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"khive.audit.{self.table}"])
-            cur = await conn.execute(
-                "SELECT tgname FROM pg_trigger WHERE tgrelid = to_regclass(%s)", [self._ident.as_string(conn)])
-            existing = {row[0] for row in await cur.fetchall()}
-            if existing.issuperset(_TRIGGERS):
+            tables = [ident.as_string(conn) for ident in (self._ident, self._processes_ident)]
+            existing: set[tuple[str, str]] = set()
+            for table in tables:
+                cur = await conn.execute("SELECT tgname FROM pg_trigger WHERE tgrelid = to_regclass(%s)", [table])
+                existing.update((table, name) for (name,) in await cur.fetchall())
+            cur = await conn.execute("SELECT to_regclass(%s) IS NOT NULL AND EXISTS (SELECT 1 FROM pg_attribute "
+                                     "WHERE attrelid = to_regclass(%s) AND attname = 'process_id')",
+                                     [self._open_ident.as_string(conn), tables[0]])
+            row = await cur.fetchone()
+            wanted = {(table, name) for table in tables for name in _TRIGGERS}
+            if existing.issuperset(wanted) and row is not None and row[0]:
                 return
-            names = {"table": self._ident, "ts_index": sql.Identifier(f"{self.table}_ts"),
-                     "request_index": sql.Identifier(f"{self.table}_request")}
+            names = {"table": self._ident, "old_ts_index": sql.Identifier(f"{self.table}_ts"),
+                     "old_request_index": sql.Identifier(f"{self.table}_request"),
+                     "ts_index": sql.Identifier(f"{self.table}_op_ts"),
+                     "request_index": sql.Identifier(f"{self.table}_op_request"),
+                     "outcome_index": sql.Identifier(f"{self.table}_outcome_op"), "open_table": self._open_ident,
+                     "processes": self._processes_ident}
             await conn.execute(sql.SQL(_TABLE).format(**names))
-            for name, statement in zip(_TRIGGERS, (_ROW_TRIGGER, _TRUNCATE_TRIGGER), strict=True):
-                if name not in existing:
-                    await conn.execute(sql.SQL(statement).format(table=self._ident))
+            for table, ident in zip(tables, (self._ident, self._processes_ident), strict=True):
+                for name, statement in zip(_TRIGGERS, (_ROW_TRIGGER, _TRUNCATE_TRIGGER), strict=True):
+                    if (table, name) not in existing:
+                        await conn.execute(sql.SQL(statement).format(table=ident))
 
     async def _drop(self) -> None:
         if self._conn is not None:
@@ -218,13 +366,7 @@ class PostgresAuditStore:
                           code="audit_store_unavailable", details={"store": "postgres", "where": self.where})
 
 
-def _dumps(value: Any) -> str:
-    return orjson.dumps(value, default=str).decode()
-
-
-def _event(row: tuple[Any, ...]) -> AuditEvent:
-    (ts, request_id, op_index, principal, transport, verb, digest, args, decision, reason, outcome,
-     duration_us, write_keys) = row
-    return AuditEvent(ts=ts, request_id=request_id, op_index=op_index, principal=principal, transport=transport,
-                      verb=verb, args_digest=digest, args_redacted=args, decision=decision, reason=reason,
-                      outcome=outcome, duration_us=duration_us, write_keys=tuple(write_keys))
+def _insert(table: sql.Identifier, columns: Sequence[str]) -> sql.Composed:
+    values = [sql.SQL("%s::jsonb" if column in _JSON_COLUMNS else "%s") for column in columns]
+    return sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(table, sql.SQL(", ").join(map(sql.Identifier, columns)),
+                                                             sql.SQL(", ").join(values))

@@ -1,4 +1,12 @@
-"""The audit store interface and its query filter. Stores are append-only."""
+"""The audit store interface and its query filter. Stores are append-only.
+
+``write`` appends in ONE transaction, committed before it returns: op starts (each also listed
+as open until its outcome arrives), complete events, and outcomes (which close their starts). A
+write either commits or raises ``audit_store_unavailable``; cancelling its caller does not leave
+that unknown (the stores do not let a cancellation interrupt it).
+``recover`` appends an ``interrupted`` outcome for every open op whose process is gone.
+``query`` reads one merged event per op, newest first.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +22,7 @@ from khive.audit.events import AuditEvent
 class AuditQuery:
     verb: str | None = None  # glob
     principal: str | None = None  # glob
-    outcome: str | None = None
+    outcome: str | None = None  # ok, an error code, aborted, interrupted, running
     since: datetime | None = None
     until: datetime | None = None
     request_id: str | None = None
@@ -22,9 +30,14 @@ class AuditQuery:
 
 
 class AuditStore(Protocol):
-    """Append a request's events in one batch; read them back newest first."""
+    """Append starts, events and outcomes; recover the ops of dead processes; read merged events."""
+
+    async def write(self, *, starts: Sequence[AuditEvent] = (), events: Sequence[AuditEvent] = (),
+                    outcomes: Sequence[AuditEvent] = ()) -> None: ...
 
     async def append(self, events: Sequence[AuditEvent]) -> None: ...
+
+    async def recover(self) -> int: ...
 
     async def query(self, query: AuditQuery) -> list[AuditEvent]: ...
 

@@ -114,6 +114,7 @@ async def _serve(runtime: Runtime, settings: DaemonSettings, server_id: str) -> 
             async with anyio.create_task_group() as background:
                 background.start_soon(listener.serve, server.handle, handlers)
                 background.start_soon(warm_all, runtime, server.warm)  # after bind: never ahead of a request
+                background.start_soon(_recover_audit, runtime)
                 background.start_soon(server.watch_idle)
                 background.start_soon(_watch_signals, server)
                 await server.stopping.wait()
@@ -128,6 +129,17 @@ async def _serve(runtime: Runtime, settings: DaemonSettings, server_id: str) -> 
         _unlink_if_ours(settings.socket, bound)
         await runtime.aclose()
         log.info("stopped (%s) after %d requests", server.stop_reason or "cancelled", server.requests_served)
+
+
+async def _recover_audit(runtime: Runtime) -> None:
+    """Ops a dead process started and never finished are recorded ``interrupted`` (ADR 0029)."""
+    try:
+        found = await runtime.audit.recover()
+    except Exception:  # the first request's audit write tries again (and fails its ops if it cannot)
+        log.exception("audit recovery failed")
+        return
+    if found:
+        log.info("audit: %d ops of processes that are gone recorded as interrupted", found)
 
 
 async def _watch_signals(server: DaemonServer) -> None:

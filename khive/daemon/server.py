@@ -21,6 +21,7 @@ from anyio.abc import SocketAttribute, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from khive import __version__
+from khive.audit.trail import audit_parse_error
 from khive.context import CLI, MCP_HTTP, MCP_STDIO, PRESENTATIONS, Context
 from khive.daemon import protocol
 from khive.daemon.frames import ConnectionClosed, FrameTooLarge, encode, receive_frame
@@ -175,6 +176,9 @@ class DaemonServer:
         try:
             parsed = await parse_request(message["ops"])  # a long text parses in a worker thread
         except DslSyntaxError as exc:
+            await audit_parse_error(self.runtime.audit, exc, message["ops"], request_id=message["id"],
+                                    principal=message["principal"], transport=message["transport"],
+                                    user=message["user"])
             await _send(stream, protocol.error(exc.code, exc.message, **exc.details))
             return
         lock = anyio.Lock()

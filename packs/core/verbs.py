@@ -46,7 +46,8 @@ def overview(params: NoParams, ctx: Context) -> dict[str, Any]:
 class AuditQueryParams(Params):
     verb: str | None = Field(default=None, description="verb glob, e.g. wiki.*")
     principal: str | None = Field(default=None, description="principal glob")
-    outcome: str | None = Field(default=None, description="ok, aborted, or an error code")
+    outcome: str | None = Field(default=None, description="ok, an error code, aborted, interrupted, running, "
+                                                          "parse-error")
     since: datetime | None = Field(default=None, description="ISO time, inclusive")
     until: datetime | None = Field(default=None, description="ISO time, exclusive")
     request_id: str | None = None
@@ -54,7 +55,7 @@ class AuditQueryParams(Params):
 
 
 async def audit_query(params: AuditQueryParams, ctx: Context) -> dict[str, Any]:
-    """Read the audit trail back, newest first (operator)."""
+    """Read the audit trail back, newest first, one event per op (operator)."""
     # async: the audit store's API is async (the PostgreSQL store awaits its driver; ADR 0027)
     events = await ctx.runtime.audit.query(AuditQuery(**params.model_dump()))
     return {"events": [event.to_dict() for event in events], "count": len(events)}

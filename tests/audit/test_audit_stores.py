@@ -315,9 +315,11 @@ def test_runtime_writes_its_audit_to_postgres(pg_database: str, tmp_path: Path) 
         (1, "ping", "agent:tester", "ok"), (0, "ping", "agent:tester", "ok")]
     assert events[0].args_redacted == {"echo": {"token": MASK}}
     with psycopg.connect(pg_database) as conn:
-        rows = conn.execute("SELECT request_id, op_index, args_redacted FROM team_audit ORDER BY id").fetchall()
-    assert rows == [(envelope["request_id"], 0, {"echo": "hi"}),
-                    (envelope["request_id"], 1, {"echo": {"token": MASK}})]
+        rows = conn.execute("SELECT request_id, op_index, kind, args_redacted FROM team_audit ORDER BY id").fetchall()
+    # write-ahead: both starts in one transaction before either op ran, then one outcome row per op
+    assert rows[:2] == [(envelope["request_id"], 0, "start", {"echo": "hi"}),
+                        (envelope["request_id"], 1, "start", {"echo": {"token": MASK}})]
+    assert sorted(row[1:3] for row in rows[2:]) == [(0, "outcome"), (1, "outcome")]
 
 
 def test_missing_audit_url_variable_is_a_config_error(tmp_path: Path) -> None:

@@ -43,6 +43,20 @@ def test_request_exit_codes(project: Path) -> None:
     assert 'did you mean echo="abc"?' in bad.stderr
 
 
+def test_a_request_that_does_not_parse_is_audited_without_its_text(project: Path) -> None:
+    text = "sql.execute(connection=wh, sql=SELECT card_number FROM payments)"
+    bad = khive("request", text, "--request-id", "cli-unparsed", cwd=project)
+    assert bad.returncode == 2
+    listed = khive("audit", "--json", "--outcome", "parse-error", cwd=project)
+    [event] = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert (event["request_id"], event["verb"], event["transport"]) == ("cli-unparsed", "(parse)", "cli")
+    assert event["principal"].startswith("operator:") and event["args"]["text_chars"] == len(text)
+    trail = b"".join(path.read_bytes() for path in (project / ".khive").glob("audit.sqlite*"))
+    assert b"cli-unparsed" in trail and b"card_number" not in trail
+    outside = khive("request", text, cwd=project.parent)  # no project: nothing to audit into, same answer
+    assert outside.returncode == 2 and "Traceback" not in outside.stderr
+
+
 def test_request_from_stdin_and_presentation(project: Path) -> None:
     verbose = khive("request", "-", "--presentation", "verbose", cwd=project, stdin='ping(echo={"a": null})')
     assert json.loads(verbose.stdout)["results"][0]["result"]["echo"] == {"a": None}

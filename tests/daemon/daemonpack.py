@@ -24,6 +24,7 @@ class StepParams(Params):
     tag: str
     journal: str = ""  # append "<verb> <tag> <pid>" here once the op has really run
     hold: str = ""  # a directory: write started-<tag>, then wait for its "release" file
+    note: Any = None  # any value, e.g. one substituted from $prev
 
 
 async def _step(verb: str, params: StepParams, ctx: Context) -> dict[str, Any]:
@@ -47,6 +48,11 @@ async def read(params: StepParams, ctx: Context) -> dict[str, Any]:
 
 async def write(params: StepParams, ctx: Context) -> dict[str, Any]:
     return await _step("d.write", params, ctx)
+
+
+async def huge(params: Params, ctx: Context) -> dict[str, Any]:
+    """A result JSON cannot hold: an integer beyond 64 bits."""
+    return {"n": 2**70}
 
 
 class SampleParams(Params):
@@ -74,7 +80,8 @@ class DaemonTestPack:
         return [Verb("d.read", StepParams, read, "Read-only step."),
                 Verb("d.write", StepParams, write, "A step that writes.", write_keys=lambda p: [f"d:{p.tag}"],
                      read_only=False),
-                Verb("d.sample", SampleParams, sample, "Sample the caller's LLM.")]
+                Verb("d.sample", SampleParams, sample, "Sample the caller's LLM."),
+                Verb("d.huge", Params, huge, "Return an integer beyond 64 bits.")]
 
     @hookimpl
     def khive_warm(self, runtime: Runtime) -> list[WarmTask]:

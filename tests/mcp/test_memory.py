@@ -116,10 +116,19 @@ async def test_dsl_syntax_error_on_a_later_line(client: Client) -> None:
     assert (data["line"], data["column"]) == (2, 12)
 
 
-async def test_syntax_error_reaches_neither_dispatcher_nor_audit(client: Client, project: Path) -> None:
-    with pytest.raises(MCPError):
-        await client.call_tool(TOOL_NAME, {"ops": "ping(echo=abc)"})
-    assert await audit_events(project) == []
+async def test_syntax_error_never_reaches_the_dispatcher_and_is_audited_without_its_text(
+        client: Client, project: Path) -> None:
+    text = "ping(api_key=sk-live-4242)"  # unquoted: a parse error whose text holds a secret
+    with pytest.raises(MCPError) as info:
+        await client.call_tool(TOOL_NAME, {"ops": text, "request_id": "bad-text-1"})
+    assert info.value.code == INVALID_PARAMS
+    [event] = await audit_events(project)
+    assert (event.verb, event.outcome, event.request_id) == ("(parse)", "parse-error", "bad-text-1")
+    assert (event.principal, event.transport) == (f"agent:{CLIENT_NAME}", "mcp-stdio")
+    assert event.args_redacted["text_chars"] == len(text)
+    assert (event.args_redacted["line"], event.args_redacted["column"]) == (1, 14)
+    raw = (project / ".khive" / "audit.sqlite").read_bytes() + (project / ".khive" / "audit.sqlite-wal").read_bytes()
+    assert b"sk-live-4242" not in raw and b"(parse)" in raw
 
 
 @pytest.mark.parametrize(("name", "arguments", "fragment"), [
