@@ -3,6 +3,11 @@
 Paths are project-relative POSIX strings (``wiki/global/orders.md``). Writes are atomic (temp
 file, fsync, rename, fsync of the directory), read-modify-write runs under a per-path lock that
 holds across threads and processes, and each change can optionally become one git commit.
+
+Every path is resolved before it is read or written (ADR 0032): a symlink that stays inside the
+project is followed, one that leaves it (or lands in ``.khive/`` or ``.git/``) is refused with
+``path_outside_project``. Code that needs a real ``Path`` under the project (run directories,
+caches) gets it from ``inside``, the same check.
 """
 
 from __future__ import annotations
@@ -55,6 +60,68 @@ class FileStat:
     size: int
 
 
+class PathOutsideProject(KhiveError):
+    """A project path that leads, through a symlink, out of the project (or into .khive/ or .git/)."""
+
+    code = "path_outside_project"
+
+
+def inside(root: Path, path: str | Path) -> Path:
+    """The real path of ``path`` (project-relative, or absolute under ``root``), symlinks followed;
+    ``PathOutsideProject`` when it leaves ``root``, or reaches ``.khive/`` or ``.git/`` only by a link."""
+    base = os.path.realpath(root)
+    relative = os.fspath(path)
+    if os.path.isabs(relative):
+        relative = _under(relative, (os.path.abspath(root), base))
+    target = os.path.join(base, relative)
+    real = os.path.realpath(target)
+    if real != base and not real.startswith(base + os.sep):
+        raise _outside(base, target, "leads out of the project through a symlink")
+    if _managed(base, real) and not _managed(base, os.path.normpath(target)):
+        raise _outside(base, target, "leads into .khive/ or .git/ through a symlink")
+    return Path(real)
+
+
+def _under(path: str, roots: tuple[str, ...]) -> str:
+    """``path`` relative to whichever spelling of the project root it starts with."""
+    lexical = os.path.normpath(path)
+    for root in roots:
+        if lexical == root or lexical.startswith(root + os.sep):
+            return os.path.relpath(lexical, root)
+    raise PathOutsideProject(f"{path!r} is not inside the project ({roots[-1]}); khive reads and writes only "
+                             "inside the project", details={"path": path})
+
+
+def _managed(base: str, path: str) -> bool:
+    """Inside ``.khive/`` or a ``.git/`` directory: khive's state and git's, never a page."""
+    if not path.startswith(base + os.sep):
+        return False
+    parts = path[len(base) + 1:].split(os.sep)
+    return parts[0] == STATE_DIR or ".git" in parts
+
+
+def _outside(base: str, target: str, why: str) -> PathOutsideProject:
+    """Name the project path and the link that leaves, never where the link points."""
+    shown = os.path.relpath(target, base) if target.startswith(base + os.sep) else target
+    link = _first_link(base, target)
+    via = f" ({link} is a symlink)" if link and link != shown else ""
+    fix = "replace the symlink with the file itself, or a symlink to a place inside the project"
+    return PathOutsideProject(f"{shown!r} {why}{via}; khive reads and writes only inside the project; fix: {fix}",
+                              details={"path": shown, "symlink": link or shown, "fix": fix})
+
+
+def _first_link(base: str, target: str) -> str | None:
+    """The first component of ``target`` below ``base`` that is a symlink, project-relative."""
+    if not target.startswith(base + os.sep):
+        return None
+    current = base
+    for part in PurePosixPath(target[len(base) + 1:]).parts:
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            return os.path.relpath(current, base)
+    return None
+
+
 class FileStore:
     def __init__(self, root: Path, *, git_commit: bool = False) -> None:
         self.root = root.resolve()
@@ -64,10 +131,15 @@ class FileStore:
 
     # -- reading (no locks: os.replace makes every read see a whole file) --
 
+    def real(self, path: str) -> Path:
+        """The real path of a project-relative path: ``invalid_path`` or ``path_outside_project`` if it
+        is not one the store may touch."""
+        return inside(self.root, clean_path(path))
+
     def read_bytes(self, path: str) -> bytes | None:
-        clean = clean_path(path)
+        target = self.real(path)
         try:
-            return (self.root / clean).read_bytes()
+            return target.read_bytes()
         except (FileNotFoundError, NotADirectoryError):
             return None
         except IsADirectoryError:
@@ -78,11 +150,15 @@ class FileStore:
         return None if data is None else _decoded(path, data)
 
     def exists(self, path: str) -> bool:
-        return (self.root / clean_path(path)).is_file()
+        """A file inside the project; a path that leaves it is not there (and is never looked at)."""
+        try:
+            return self.real(path).is_file()
+        except PathOutsideProject:
+            return False
 
     def stat(self, path: str) -> FileStat | None:
         try:
-            st = (self.root / clean_path(path)).stat()
+            st = self.real(path).stat()
         except (FileNotFoundError, NotADirectoryError):
             return None
         return FileStat(mtime_ns=st.st_mtime_ns, size=st.st_size) if S_ISREG(st.st_mode) else None
@@ -102,9 +178,10 @@ class FileStore:
         the new text, or None to delete. ``fn`` must not write the same path through the store."""
         clean = clean_path(path)
         identity = parse_author(author)
-        target = self.root / clean
-        with exclusive(self._lock_file(clean)):
-            old = self.read_bytes(clean)
+        target = inside(self.root, clean)  # a symlink inside the project is written through, never replaced
+        real = target.relative_to(self.root).as_posix()  # one lock and one commit per file, whatever its alias
+        with exclusive(self._lock_file(real)):
+            old = self._read_real(clean, target)
             new_text = fn(None if old is None else _decoded(clean, old))
             new = None if new_text is None else new_text.encode("utf-8")
             if new == old:
@@ -118,28 +195,54 @@ class FileStore:
             if self.git_commit:
                 # Still under the path lock, so the commit records exactly this content and author.
                 verb = "delete" if new is None else "write"
-                commit, error = self._commit(clean, identity, message or f"khive: {verb} {clean}")
+                commit, error = self._commit(real, identity, message or f"khive: {verb} {clean}")
         return WriteResult(clean, _sha256(new), len(new or b""), changed=True, commit=commit, commit_error=error)
+
+    @staticmethod
+    def _read_real(path: str, target: Path) -> bytes | None:
+        try:
+            return target.read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except IsADirectoryError:
+            raise _path_error(path, "is a directory, not a file") from None
 
     # -- listing --
 
     def list(self, prefix: str = "", suffix: str | None = None) -> builtins.list[str]:
         """Files whose project-relative path starts with ``prefix`` (a plain string prefix:
-        ``wiki/glo`` matches ``wiki/global/a.md``), sorted; state and temp files are left out."""
+        ``wiki/glo`` matches ``wiki/global/a.md``), sorted; state and temp files are left out, and so
+        is anything a symlink leads out of the project (logged: a listing is not refused for it)."""
         start = ""
         if prefix:
             start = clean_path(prefix) + ("/" if prefix.endswith("/") else "")
         top = self.root / start.rpartition("/")[0]
+        try:
+            inside(self.root, top)
+        except PathOutsideProject as exc:
+            logger.warning("khive: not listing %s: %s", start or ".", exc.message)
+            return []
         found: builtins.list[str] = []
-        for dirpath, dirnames, filenames in os.walk(top):
+        for dirpath, dirnames, filenames in os.walk(top):  # symlinked directories are not descended
             here = Path(dirpath).relative_to(self.root).as_posix()
             dirnames[:] = [d for d in dirnames if d != ".git" and not (here == "." and d == STATE_DIR)]
             for name in filenames:
                 relative = name if here == "." else f"{here}/{name}"
                 if (relative.startswith(start) and not _TEMP_RE.match(name)
-                        and (suffix is None or relative.endswith(suffix))):
+                        and (suffix is None or relative.endswith(suffix)) and self._listable(dirpath, name)):
                     found.append(relative)
         return sorted(found)
+
+    def _listable(self, directory: str, name: str) -> bool:
+        full = os.path.join(directory, name)
+        if not os.path.islink(full):
+            return True
+        try:
+            inside(self.root, full)
+        except PathOutsideProject as exc:
+            logger.warning("khive: not listing %s", exc.message)
+            return False
+        return True
 
     # -- internals --
 

@@ -16,7 +16,7 @@ from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.config import HistoricSqlConfig
 from packs.historic_sql.providers import describe, digest_units
 from packs.historic_sql.schemas import PatternsOutput, UsageOutput, parse_output
-from packs.historic_sql.stage import runs_dir, sync_ids
+from packs.historic_sql.stage import read_run_file, runs_dir, sync_ids
 
 
 class IngestParams(Params):
@@ -138,7 +138,7 @@ async def usage(params: UsageParams, ctx: Context) -> dict[str, Any]:
     key = _table_key(params.table, tables)
     stored = evidence.read_usage(ctx.runtime.files, params.connection, key)
     run = runs_dir(ctx.runtime.project, params.connection) / manifest["syncId"]
-    staged = orjson.loads((run / manifest["tableFiles"][key]).read_bytes())
+    staged = orjson.loads(read_run_file(ctx.runtime.project, run, manifest["tableFiles"][key]))
     current = stored is not None and stored.get("contentHash") == tables[key]
     return {"connectionId": params.connection, "syncId": manifest["syncId"], "table": key,
             "usage": stored["output"] if stored else None, "provider": stored["provider"] if stored else None,
