@@ -219,7 +219,15 @@ def _postgres_probe(ctx: Context, name: str, settings: HistoricSqlConfig) -> lis
     except psycopg.Error as exc:
         return [{"severity": "error", "code": "connection_failed", "message": " ".join(str(exc).split()),
                  "fix": "check the connection string and that the server accepts this role"}]
-    return [f.model_dump(mode="json") for f in found]
+    findings = [f.model_dump(mode="json") for f in found]
+    if settings.url is None and not {f["code"] for f in findings} & {"insufficient_privilege", "extension_unavailable"}:
+        findings.append({"severity": "warning", "code": "shared_role",
+                         "message": f"connection {name!r} reads history with the role agents' SQL runs as, and that "
+                                    "role can read every role's statements (passwords in DDL included)",
+                         "fix": f"give the history reader its own role: connections.{name}.historicSql.url: "
+                                "env:<VAR> (GRANT pg_read_all_stats TO it), and keep url's role to SELECT on the "
+                                "analytics schemas"})
+    return findings
 
 
 def _unit_key(params: SubmitParams) -> list[str]:

@@ -25,7 +25,7 @@ class ExecuteParams(Params):
 async def execute(params: ExecuteParams, ctx: Context) -> dict[str, Any]:
     """Run one read-only statement (SELECT / WITH / VALUES / EXPLAIN); rows are limited and flagged truncated."""
     ran = await run_read_only(ctx.runtime, params.connection, params.sql, limit=params.limit,
-                              timeout_s=params.timeout_s)
+                              timeout_s=params.timeout_s, wire=ctx.on_wire)
     result, wrapped, decision = ran.result, ran.sql, ran.decision
     return {"connectionId": params.connection, "columns": result.columns, "rows": result.rows,
             "rowCount": result.row_count, "truncated": result.truncated, "elapsedMs": result.elapsed_ms,
@@ -40,7 +40,7 @@ class ValidateParams(Params):
 
 async def validate(params: ValidateParams, ctx: Context) -> dict[str, Any]:
     """Check whether sql.execute would accept a statement, and why not."""
-    return asdict(check_sql(params.sql, params.dialect))
+    return asdict(check_sql(params.sql, params.dialect, wire=ctx.on_wire))
 
 
 SQL_VERBS = (
