@@ -290,7 +290,7 @@ async def _audit(outcomes: list[_Outcome], ctx: Context) -> None:
             transport=ctx.transport, verb=outcome.verb, args_digest=digest_args(args),
             args_redacted=redact(args), decision=outcome.decision,
             reason=outcome.reason or (outcome.error.message if outcome.error else ""),
-            outcome=code, duration_us=outcome.duration_us, write_keys=outcome.write_keys,
+            outcome=code, duration_us=outcome.duration_us, write_keys=outcome.write_keys, client=ctx.client,
         ))
     try:
         await ctx.runtime.audit.append(events)

@@ -31,6 +31,7 @@ class AuditEvent:
     outcome: str  # ok | <error code> | aborted
     duration_us: int
     write_keys: tuple[str, ...] = field(default=())
+    client: str = ""  # the MCP client's self-declared name: information only, never an identity
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -47,6 +48,7 @@ class AuditEvent:
             "outcome": self.outcome,
             "duration_us": self.duration_us,
             "write_keys": list(self.write_keys),
+            "client": self.client,
         }
 
 

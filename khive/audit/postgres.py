@@ -26,7 +26,7 @@ T = TypeVar("T")
 IDLE = TransactionStatus.IDLE
 
 _COLUMNS = ("ts", "request_id", "op_index", "principal", "transport", "verb", "args_digest", "args_redacted",
-            "decision", "reason", "outcome", "duration_us", "write_keys")
+            "decision", "reason", "outcome", "duration_us", "write_keys", "client")
 _TRIGGERS = ("khive_audit_no_update_delete", "khive_audit_no_truncate")
 
 _TABLE = """
@@ -44,8 +44,10 @@ CREATE TABLE IF NOT EXISTS {table} (
     reason text NOT NULL,
     outcome text NOT NULL,
     duration_us bigint NOT NULL,
-    write_keys jsonb NOT NULL
+    write_keys jsonb NOT NULL,
+    client text NOT NULL DEFAULT ''
 );
+ALTER TABLE {table} ADD COLUMN IF NOT EXISTS client text NOT NULL DEFAULT '';
 CREATE INDEX IF NOT EXISTS {ts_index} ON {table} (ts);
 CREATE INDEX IF NOT EXISTS {request_index} ON {table} (request_id);
 CREATE OR REPLACE FUNCTION khive_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -86,7 +88,7 @@ class PostgresAuditStore:
             return
         rows = [(e.ts, e.request_id, e.op_index, e.principal, e.transport, e.verb, e.args_digest,
                  Jsonb(e.args_redacted, dumps=_dumps), e.decision, e.reason, e.outcome, e.duration_us,
-                 Jsonb(list(e.write_keys), dumps=_dumps)) for e in events]
+                 Jsonb(list(e.write_keys), dumps=_dumps), e.client) for e in events]
         committing = False
 
         async def insert(conn: psycopg.AsyncConnection[Any]) -> None:
@@ -196,7 +198,9 @@ class PostgresAuditStore:
             cur = await conn.execute(
                 "SELECT tgname FROM pg_trigger WHERE tgrelid = to_regclass(%s)", [self._ident.as_string(conn)])
             existing = {row[0] for row in await cur.fetchall()}
-            if existing.issuperset(_TRIGGERS):
+            cur = await conn.execute("SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = "
+                                     "'client'", [self._ident.as_string(conn)])
+            if existing.issuperset(_TRIGGERS) and await cur.fetchone() is not None:  # client: since ADR 0032
                 return
             names = {"table": self._ident, "ts_index": sql.Identifier(f"{self.table}_ts"),
                      "request_index": sql.Identifier(f"{self.table}_request")}
@@ -224,7 +228,7 @@ def _dumps(value: Any) -> str:
 
 def _event(row: tuple[Any, ...]) -> AuditEvent:
     (ts, request_id, op_index, principal, transport, verb, digest, args, decision, reason, outcome,
-     duration_us, write_keys) = row
+     duration_us, write_keys, client) = row
     return AuditEvent(ts=ts, request_id=request_id, op_index=op_index, principal=principal, transport=transport,
                       verb=verb, args_digest=digest, args_redacted=args, decision=decision, reason=reason,
-                      outcome=outcome, duration_us=duration_us, write_keys=tuple(write_keys))
+                      outcome=outcome, duration_us=duration_us, write_keys=tuple(write_keys), client=client)

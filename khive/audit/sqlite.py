@@ -32,7 +32,8 @@ CREATE TABLE IF NOT EXISTS audit_events (
     reason TEXT NOT NULL,
     outcome TEXT NOT NULL,
     duration_us INTEGER NOT NULL,
-    write_keys TEXT NOT NULL
+    write_keys TEXT NOT NULL,
+    client TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS audit_events_ts ON audit_events (ts);
 CREATE INDEX IF NOT EXISTS audit_events_request ON audit_events (request_id);
@@ -43,7 +44,7 @@ BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
 """
 
 _COLUMNS = ("ts, request_id, op_index, principal, transport, verb, args_digest, args_redacted, decision, "
-            "reason, outcome, duration_us, write_keys")
+            "reason, outcome, duration_us, write_keys, client")
 
 
 class SqliteAuditStore:
@@ -54,6 +55,9 @@ class SqliteAuditStore:
         self._db = open_wal(path)
         with self._lock:
             self._db.executescript(SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(audit_events)")}
+            if "client" not in columns:  # a trail from before ADR 0032
+                self._db.execute("ALTER TABLE audit_events ADD COLUMN client TEXT NOT NULL DEFAULT ''")
 
     async def append(self, events: Sequence[AuditEvent]) -> None:
         if not events:
@@ -61,12 +65,12 @@ class SqliteAuditStore:
         rows = [
             (e.ts.isoformat(), e.request_id, e.op_index, e.principal, e.transport, e.verb, e.args_digest,
              orjson.dumps(e.args_redacted, default=str).decode(), e.decision, e.reason, e.outcome,
-             e.duration_us, orjson.dumps(list(e.write_keys)).decode())
+             e.duration_us, orjson.dumps(list(e.write_keys)).decode(), e.client)
             for e in events
         ]
         with self._lock, immediate(self._db):
             self._db.executemany(f"INSERT INTO audit_events ({_COLUMNS}) VALUES "
-                                 "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                                 "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
     async def query(self, query: AuditQuery) -> list[AuditEvent]:
         where: list[str] = []
@@ -110,10 +114,11 @@ class SqliteAuditStore:
 
 def _event(row: tuple[object, ...]) -> AuditEvent:
     (ts, request_id, op_index, principal, transport, verb, digest, args, decision, reason, outcome,
-     duration_us, write_keys) = row
+     duration_us, write_keys, client) = row
     return AuditEvent(
         ts=datetime.fromisoformat(str(ts)), request_id=str(request_id), op_index=int(str(op_index)),
         principal=str(principal), transport=str(transport), verb=str(verb), args_digest=str(digest),
         args_redacted=orjson.loads(str(args)), decision=str(decision), reason=str(reason),
         outcome=str(outcome), duration_us=int(str(duration_us)), write_keys=tuple(orjson.loads(str(write_keys))),
+        client=str(client),
     )

@@ -10,6 +10,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp_helpers import CLIENT_NAME, audit_events
 
+from khive.identity import os_user
 from khive.mcp_server import INVALID_PARAMS, TOOL_NAME
 
 pytestmark = pytest.mark.anyio
@@ -188,8 +189,8 @@ async def test_audit_records_transport_and_principal(client: Client, project: Pa
     assert len(events) == 2
     for event in events:
         assert event.transport == "mcp-stdio"
-        assert event.principal.startswith("agent:")
-        assert event.principal == f"agent:{CLIENT_NAME}"
+        assert event.principal == f"agent:{os_user()}"  # never what the client calls itself
+        assert event.client == CLIENT_NAME
     by_verb = {event.verb: event for event in events}
     assert (by_verb["ping"].decision, by_verb["ping"].outcome) == ("allow", "ok")
     assert (by_verb["audit.query"].decision, by_verb["audit.query"].outcome) == ("deny", "permission_denied")
