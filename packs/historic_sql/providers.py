@@ -72,7 +72,7 @@ async def digest_units(ctx: Context, connection: str, run: Path, units: list[Wor
         inputs = await anyio.to_thread.run_sync(unit_inputs, ctx, unit, run, catalog)
         output: UsageOutput | PatternsOutput | None = None
         used = "deterministic"
-        if sampling:
+        if sampling and sampler is not None:
             async with limiter:
                 text = await sampler(unit.id, system=digest.SYSTEM_PROMPT, prompt=digest.prompt(unit.kind, inputs))
             if text is None:
