@@ -13,6 +13,7 @@ caches) gets it from ``inside``, the same check.
 from __future__ import annotations
 
 import builtins
+import errno
 import hashlib
 import logging
 import os
@@ -23,7 +24,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from stat import S_ISREG
+from stat import S_ISLNK, S_ISREG
 
 from khive.errors import KhiveError
 from khive.project.locate import STATE_DIR
@@ -73,13 +74,38 @@ def inside(root: Path, path: str | Path) -> Path:
     relative = os.fspath(path)
     if os.path.isabs(relative):
         relative = _under(relative, (os.path.abspath(root), base))
-    target = os.path.join(base, relative)
-    real = os.path.realpath(target)
+    return _contained(base, os.path.join(base, relative))
+
+
+def _contained(base: str, target: str) -> Path:
+    """``inside`` for a ``target`` spelled under ``base``, the project root's own real path."""
+    real = _resolve_below(base, target)
     if real != base and not real.startswith(base + os.sep):
         raise _outside(base, target, "leads out of the project through a symlink")
     if _managed(base, real) and not _managed(base, os.path.normpath(target)):
         raise _outside(base, target, "leads into .khive/ or .git/ through a symlink")
     return Path(real)
+
+
+def _resolve_below(base: str, target: str) -> str:
+    """``os.path.realpath(target)`` for a target under the real ``base``, checking only the components
+    below it (one ``lstat`` each) until a symlink turns up, which ``realpath`` then follows."""
+    if not target.startswith(base + os.sep):
+        return os.path.realpath(target)
+    parts = [part for part in target[len(base) + 1:].split(os.sep) if part not in ("", ".")]
+    if ".." in parts:
+        return os.path.realpath(target)
+    current = base
+    for index, part in enumerate(parts):
+        candidate = os.path.join(current, part)
+        try:
+            is_link = S_ISLNK(os.lstat(candidate).st_mode)
+        except (FileNotFoundError, NotADirectoryError):  # nothing further can be a link
+            return os.path.join(candidate, *parts[index + 1:])
+        if is_link:
+            return os.path.realpath(os.path.join(candidate, *parts[index + 1:]))
+        current = candidate
+    return current
 
 
 def _under(path: str, roots: tuple[str, ...]) -> str:
@@ -125,6 +151,7 @@ def _first_link(base: str, target: str) -> str | None:
 class FileStore:
     def __init__(self, root: Path, *, git_commit: bool = False) -> None:
         self.root = root.resolve()
+        self._base = str(self.root)  # already real: containment checks resolve only the path below it
         self.git_commit = git_commit
         self._git_exe = shutil.which("git") if git_commit else None
         self._in_work_tree: bool | None = None  # probed once, on the first commit
@@ -134,16 +161,10 @@ class FileStore:
     def real(self, path: str) -> Path:
         """The real path of a project-relative path: ``invalid_path`` or ``path_outside_project`` if it
         is not one the store may touch."""
-        return inside(self.root, clean_path(path))
+        return _contained(self._base, os.path.join(self._base, clean_path(path)))
 
     def read_bytes(self, path: str) -> bytes | None:
-        target = self.real(path)
-        try:
-            return target.read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except IsADirectoryError:
-            raise _path_error(path, "is a directory, not a file") from None
+        return self._read_real(path, self.real(path))
 
     def read_text(self, path: str) -> str | None:
         data = self.read_bytes(path)
@@ -178,7 +199,7 @@ class FileStore:
         the new text, or None to delete. ``fn`` must not write the same path through the store."""
         clean = clean_path(path)
         identity = parse_author(author)
-        target = inside(self.root, clean)  # a symlink inside the project is written through, never replaced
+        target = self.real(clean)  # a symlink inside the project is written through, never replaced
         real = target.relative_to(self.root).as_posix()  # one lock and one commit per file, whatever its alias
         with exclusive(self._lock_file(real)):
             old = self._read_real(clean, target)
@@ -206,6 +227,10 @@ class FileStore:
             return None
         except IsADirectoryError:
             raise _path_error(path, "is a directory, not a file") from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _path_error(path, "is a loop of symlinks") from None
+            raise
 
     # -- listing --
 
@@ -223,23 +248,35 @@ class FileStore:
             logger.warning("khive: not listing %s: %s", start or ".", exc.message)
             return []
         found: builtins.list[str] = []
-        for dirpath, dirnames, filenames in os.walk(top):  # symlinked directories are not descended
-            here = Path(dirpath).relative_to(self.root).as_posix()
-            dirnames[:] = [d for d in dirnames if d != ".git" and not (here == "." and d == STATE_DIR)]
-            for name in filenames:
-                relative = name if here == "." else f"{here}/{name}"
-                if (relative.startswith(start) and not _TEMP_RE.match(name)
-                        and (suffix is None or relative.endswith(suffix)) and self._listable(dirpath, name)):
-                    found.append(relative)
+        stack = [str(top)]
+        while stack:  # scandir: the entry types come with the listing, no stat per file
+            directory = stack.pop()
+            here = os.path.relpath(directory, self._base).replace(os.sep, "/")
+            try:
+                entries = os.scandir(directory)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            with entries:
+                for entry in entries:
+                    name = entry.name
+                    relative = name if here == "." else f"{here}/{name}"
+                    if entry.is_dir(follow_symlinks=False):
+                        if name != ".git" and not (here == "." and name == STATE_DIR):
+                            stack.append(entry.path)
+                    elif (relative.startswith(start) and not _TEMP_RE.match(name)
+                          and (suffix is None or relative.endswith(suffix)) and self._listable(entry)):
+                        found.append(relative)
         return sorted(found)
 
-    def _listable(self, directory: str, name: str) -> bool:
-        full = os.path.join(directory, name)
-        if not os.path.islink(full):
+    def _listable(self, entry: os.DirEntry[str]) -> bool:
+        """Not a folder (symlinked folders are not descended), and not a link that leaves the project."""
+        if not entry.is_symlink():
             return True
+        if entry.is_dir():
+            return False
         try:
-            inside(self.root, full)
-        except PathOutsideProject as exc:
+            self.real(os.path.relpath(entry.path, self._base).replace(os.sep, "/"))
+        except KhiveError as exc:  # a link out of the project, or a name the store would refuse
             logger.warning("khive: not listing %s", exc.message)
             return False
         return True
