@@ -30,6 +30,7 @@ from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.errors import DaemonError, DslSyntaxError
 from khive.failure import unexpected_failure
+from khive.identity import client_label
 from khive.mcp_sampling import SAMPLE_KEY
 from khive.project.envfile import ENV_FILE, env_file
 from khive.project.locate import CONFIG_NAME
@@ -191,7 +192,7 @@ class DaemonServer:
         ctx = Context(self.runtime, principal, message["transport"], presentation=message["presentation"],
                       request_id=message["id"], progress=progress, user=user or message["user"],
                       extra={SAMPLE_KEY: sampler} if sampler is not None else None,
-                      client=str(message.get("client", "")))
+                      client=client_label(message.get("client")))
         self.active += 1
         try:
             with anyio.CancelScope(shield=True):  # a started request finishes, even while the daemon stops
