@@ -6,11 +6,11 @@ this module before it knows whether it will build a Runtime at all.
 
 from __future__ import annotations
 
-import getpass
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from khive.identity import operator_principal
 from khive.project.locate import CONFIG_NAME, locate_project
 
 if TYPE_CHECKING:
@@ -30,10 +30,3 @@ def open_runtime(project: Path, env: Mapping[str, str], extra_plugins: Iterable[
     return build_runtime(project, config, env, packs=selected_from_env(env),
                          extra_plugins=[*extra_plugins, *plugins_from_env(env)])
 
-
-def operator_principal() -> str:
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = "unknown"
-    return f"operator:{user}"

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from khive.daemon import protocol
 from khive.daemon.connection import DaemonConnection, Lost, NotSent, Progress, Sample
 from khive.daemon.paths import DaemonSettings, ensure_private_dir
+from khive.daemon.peer import UntrustedDaemon
 from khive.errors import DaemonError
 from khive.failure import failed_envelope as envelope_of_failure
 
@@ -38,10 +39,11 @@ _LOG_ROTATE_BYTES = 8 * 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class Local:
-    """Dispatch in this process, and why."""
+    """Dispatch in this process, and why; ``code`` is the error strict mode reports instead."""
 
     reason: str
     chosen: bool = False
+    code: str = "daemon_unavailable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +70,7 @@ class Call:
     user: str = ""
     sampler: Any = None  # the caller's MCP sampler (khive.mcp_sampling.Sampler), when it has a session
     on_sample: Sample | None = None  # how the (blocking) client reaches that sampler
+    client: str = ""  # what the MCP client calls itself (audit only)
 
 
 def forward_or_spawn(call: Call, *, project: Path, env: Mapping[str, str], settings: DaemonSettings,
@@ -81,7 +84,7 @@ def forward_or_spawn(call: Call, *, project: Path, env: Mapping[str, str], setti
         call = _with_id(call)
     outcome = _forward(call, project, env, settings, on_progress)
     if isinstance(outcome, Local) and settings.strict:
-        return Forwarded(failed_envelope(call, "daemon_unavailable",
+        return Forwarded(failed_envelope(call, outcome.code,
                                          f"KHIVE_DAEMON_STRICT=1 and the daemon was not used: {outcome.reason}",
                                          socket=str(settings.socket)), pid=0, answered=False)
     return outcome
@@ -109,7 +112,7 @@ def _forward(call: Call, project: Path, env: Mapping[str, str], settings: Daemon
         sampling = bool(call.sampler.available) if call.sampler is not None else None
         frame = protocol.request(request_id=call.request_id, ops=call.text, presentation=call.presentation,
                                  principal=call.principal, transport=call.transport, user=call.user,
-                                 sampling=sampling)
+                                 sampling=sampling, client=call.client)
         try:
             envelope = connection.request(frame, on_progress, call.on_sample)
             return Forwarded(envelope, pid=int(hello.get("pid", 0)), resent=resent)
@@ -135,6 +138,8 @@ def connect_or_spawn(settings: DaemonSettings, project: Path, env: Mapping[str, 
     deadline = time.monotonic() + settings.spawn_wait
     try:
         found = _listening(settings.socket)
+    except UntrustedDaemon as exc:  # never spawn beside it: that path is another user's
+        return Local(exc.message, code=exc.code)
     except OSError as exc:
         return Local(f"cannot connect to {settings.socket}: {exc}")
     if found is not None:
@@ -156,6 +161,8 @@ def connect_or_spawn(settings: DaemonSettings, project: Path, env: Mapping[str, 
                 found = _listening(settings.socket)
                 if found is not None:
                     return found
+    except UntrustedDaemon as exc:
+        return Local(exc.message, code=exc.code)
     except OSError as exc:
         return Local(f"cannot start the daemon: {exc}")
     return Local(f"the daemon did not come up within {settings.spawn_wait:g} s (log: {settings.log_file})")

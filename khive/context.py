@@ -32,6 +32,7 @@ class Context:
     progress: ProgressSink = discard_progress
     extra: dict[str, Any] | None = None  # transport-specific handles (e.g. the MCP session)
     user: str = ""  # whose user-scope knowledge applies; default: the principal's name
+    client: str = ""  # what the MCP client calls itself: recorded in the audit, never used to authorise
 
     @property
     def user_name(self) -> str:

@@ -66,7 +66,7 @@ async def dispatch(request: Request, ctx: Context) -> dict[str, Any]:
     if not ctx.request_id:
         ctx = ctx.with_(request_id=request_id)
     trail = RequestTrail(ctx.runtime.audit, request_id=request_id, principal=ctx.principal,
-                         transport=ctx.transport, user=ctx.user_name)
+                         transport=ctx.transport, user=ctx.user_name, client=ctx.client)
     try:
         if request.mode is Mode.CHAIN:
             outcomes = await _run_chain(request.ops, ctx, trail)

@@ -3,6 +3,11 @@
 Protocol errors are raised only for malformed calls (a DSL syntax error is ``invalid_params``
 with ``data.reason = "parse-error"``); everything an agent can act on comes back inside the
 envelope, which is the tool's structured content.
+
+Identity (ADR 0032): over stdio the principal is ``agent:<the OS user running khive mcp>``; over
+HTTP it is what the bearer token names. What the client calls itself (``clientInfo.name``) is kept
+as ``client`` in the audit and never decides anything. HTTP sessions are capped per token as well
+as in total (``khive.http_sessions``).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from khive.dispatch import dispatch
 from khive.errors import DslSyntaxError
 from khive.execution import parse_request
 from khive.failure import unexpected_failure
+from khive.http_sessions import TOKEN_SCOPE_KEY, SessionCap, token_id
+from khive.identity import agent_principal, client_label
 from khive.mcp_sampling import SAMPLE_KEY, Sampler
 from khive.runtime import Runtime
 from khive.textcheck import not_utf8
@@ -104,7 +111,7 @@ def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: Daemo
 
         request = await parse_request(text)
         call = Call(text, request, ctx.principal, ctx.transport, ctx.presentation, ctx.request_id, ctx.user,
-                    sampler=sampler, on_sample=sample if sampler is not None else None)
+                    sampler=sampler, on_sample=sample if sampler is not None else None, client=ctx.client)
 
         outcome = await anyio.to_thread.run_sync(
             lambda: forward_or_spawn(call, project=project, env=env, settings=settings, on_progress=progress))
@@ -119,8 +126,10 @@ def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: Daemo
 
 def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,
                  dispatcher: Dispatcher = local_dispatch, user: str = "") -> Server[Any]:
-    """A low-level MCP server exposing the one ``request`` tool."""
+    """A low-level MCP server exposing the one ``request`` tool; over stdio its callers are
+    ``agent:<the OS user of this process>``."""
     instructions = server_instructions(runtime)  # names this project's connections (khive.agent_brief)
+    local_agent = agent_principal()
 
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
                          ) -> types.ListToolsResult:
@@ -135,11 +144,12 @@ def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,
             raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}; khive has one tool: {TOOL_NAME}")
         arguments = params.arguments or {}
         text, presentation, request_id = _tool_arguments(arguments)
+        principal = _http_principal(ctx) if transport == MCP_HTTP else local_agent
         try:
             request = await parse_request(text)  # a syntax error is a protocol error and never reaches the dispatcher
         except DslSyntaxError as exc:
             await audit_parse_error(runtime.audit, exc, text, request_id=request_id,
-                                    principal=_principal(ctx, transport), transport=transport, user=user)
+                                    principal=principal, transport=transport, user=user, client=_client_name(ctx))
             raise MCPError(INVALID_PARAMS, f"DSL syntax error: {exc.message}", parse_error_data(exc)) from None
         request_id = request_id or uuid.uuid4().hex  # known here, so even a failure below can name it
 
@@ -147,9 +157,9 @@ def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,
             await ctx.session.report_progress(done, total, message)
 
         sampler = Sampler(ctx, params)  # MCP sampling for handlers that want the client's LLM
-        request_ctx = Context(runtime, _principal(ctx, transport), transport, presentation=presentation,
+        request_ctx = Context(runtime, principal, transport, presentation=presentation,
                               request_id=request_id, progress=progress, extra={"mcp": ctx, SAMPLE_KEY: sampler},
-                              user=user)
+                              user=user, client=_client_name(ctx))
         try:
             envelope = await dispatcher(text, request_ctx)
             asked = sampler.input_required()  # 2026-07-28: samples travel in a second round of the same call
@@ -184,16 +194,20 @@ def _tool_arguments(arguments: Mapping[str, Any]) -> tuple[str, str, str]:
     return text, str(presentation), request_id
 
 
-def _principal(ctx: ServerRequestContext[Any], transport: str) -> str:
-    if transport == MCP_HTTP:  # never the client's self-declared name: only what the auth middleware set
-        scope = getattr(ctx.request, "scope", None) or {}
-        return str(scope.get(PRINCIPAL_SCOPE_KEY, "agent:http"))
+def _http_principal(ctx: ServerRequestContext[Any]) -> str:
+    """What the bearer token names (the auth middleware put it in the scope); never the client's own word."""
+    scope = getattr(ctx.request, "scope", None) or {}
+    return str(scope.get(PRINCIPAL_SCOPE_KEY, "agent:http"))
+
+
+def _client_name(ctx: ServerRequestContext[Any]) -> str:
+    """What the client calls itself (``clientInfo.name``): for the audit only."""
     client = (ctx.meta or {}).get("io.modelcontextprotocol/clientInfo") if isinstance(ctx.meta, Mapping) else None
     name = client.get("name") if isinstance(client, Mapping) else None
     if name is None:
         info = getattr(getattr(ctx.session, "client_params", None), "client_info", None)
         name = getattr(info, "name", None)
-    return f"agent:{name or 'unknown'}"
+    return client_label(name)
 
 
 class BearerAuth:
@@ -211,11 +225,11 @@ class BearerAuth:
             return
         header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
         scheme, _, presented = header.partition(" ")
-        principal = None
+        principal = matched = None
         if scheme.lower() == "bearer" and presented:
             for token, name in self.tokens.items():
                 if hmac.compare_digest(token.encode(), presented.strip().encode()):
-                    principal = name
+                    principal, matched = name, token
         if principal is None:
             body = orjson.dumps({"error": "unauthorized", "message": "missing or invalid bearer token"})
             await send({"type": "http.response.start", "status": 401, "headers": [
@@ -224,6 +238,7 @@ class BearerAuth:
             await send({"type": "http.response.body", "body": body})
             return
         scope[PRINCIPAL_SCOPE_KEY] = principal
+        scope[TOKEN_SCOPE_KEY] = token_id(matched or "")  # sessions are capped per token, never by its text
         await self.app(scope, receive, send)
 
 
@@ -237,6 +252,7 @@ class AnonymousPrincipal:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             scope[PRINCIPAL_SCOPE_KEY] = self.principal
+            scope[TOKEN_SCOPE_KEY] = "anonymous"
         await self.app(scope, receive, send)
 
 
@@ -244,7 +260,9 @@ def http_app(runtime: Runtime, *, tokens: Mapping[str, str] | None, host: str = 
              dispatcher: Dispatcher = local_dispatch) -> Any:
     """The Streamable HTTP ASGI app; ``tokens=None`` means no auth (loopback only, checked by the caller)."""
     server = build_server(runtime, transport=MCP_HTTP, dispatcher=dispatcher)
-    app = server.streamable_http_app(host=host)
+    limits = runtime.config.server
+    app = SessionCap(server.streamable_http_app(host=host, max_sessions=limits.max_http_sessions),
+                     per_token=limits.max_http_sessions_per_token)
     return AnonymousPrincipal(app) if tokens is None else BearerAuth(app, tokens)
 
 

@@ -31,7 +31,7 @@ from khive.plugins import (
 from khive.project.config import KhiveConfig, referenced_variables
 from khive.project.envfile import ENV_FILE, is_placeholder
 from khive.project.locate import STATE_DIR
-from khive.project.store import FileStore
+from khive.project.store import FileStore, inside
 from khive.verbs import VerbRegistry
 
 
@@ -87,7 +87,8 @@ class Runtime:
             secrets["url"] = self.secret(config.url, field=f"connections.{name}.url")
         if config.path:
             path = Path(config.path)
-            secrets["path"] = str(path if path.is_absolute() else self.project / path)
+            # an absolute path is the operator's choice in khive.yaml; a project path must stay in the project
+            secrets["path"] = str(path if path.is_absolute() else inside(self.project, path))
         return open_driver(name, config, secrets=secrets)
 
     def secret(self, reference: str, *, field: str) -> str:
@@ -152,7 +153,7 @@ def build_runtime(project: Path, config: KhiveConfig, env: Mapping[str, str], *,
                   packs: Sequence[str] | None = None, extra_plugins: Iterable[object] = (),
                   audit: AuditStore | None = None) -> Runtime:
     pm, infos = build_plugin_manager(packs if packs is not None else config.packs, extra_plugins)
-    state_dir = project / STATE_DIR
+    state_dir = inside(project, STATE_DIR)  # .khive/ linked out of the project would take state and audit with it
     schema_status = apply_schema_plans(pm, state_dir / "state.sqlite")
     gate = Gate(tuple(Rule(**rule.model_dump()) for rule in config.auth.rules), default=config.auth.default)
     referenced = referenced_variables(config)  # only these travel with the Runtime, not the environment

@@ -53,6 +53,7 @@ class AuditEvent:
     user: str = ""  # whose user-scope knowledge applied
     op_id: str = ""  # links an op's start and outcome rows; "" for rows written before ADR 0029
     process: ProcessId | None = None  # the process that ran (or refused) it
+    client: str = ""  # the MCP client's self-declared name: information only, never an identity (ADR 0032)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +73,7 @@ class AuditEvent:
             "write_keys": list(self.write_keys),
             "op_id": self.op_id,
             "process": self.process.to_dict() if self.process else None,
+            "client": self.client,
         }
 
     def ended(self, ts: datetime, *, decision: str, reason: str, outcome: str, duration_us: int,
@@ -79,7 +81,7 @@ class AuditEvent:
         """The outcome row of this (start) event: the who and what repeated, the arguments not."""
         return AuditEvent(ts, self.request_id, self.op_index, self.principal, self.transport, self.verb,
                           self.args_digest, None, decision, reason, outcome, duration_us, (), self.user, self.op_id,
-                          process)  # positional: dataclasses.replace costs 4x more, once per op
+                          process, self.client)  # positional: dataclasses.replace costs 4x more, once per op
 
 
 def new_op_id() -> str:
@@ -131,7 +133,7 @@ def redact(value: Any, key: str | None = None) -> Any:
 
 
 def parse_error_event(*, ts: datetime, text: str, reason: str, line: int, column: int, request_id: str,
-                      principal: str, transport: str, user: str, process: ProcessId) -> AuditEvent:
+                      principal: str, transport: str, user: str, process: ProcessId, client: str = "") -> AuditEvent:
     """A request text rejected before dispatch. The text itself is never stored (it may hold secrets the
     redaction rules cannot see in text that does not parse): only its digest, its length and where it broke."""
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
@@ -140,7 +142,8 @@ def parse_error_event(*, ts: datetime, text: str, reason: str, line: int, column
                       args_redacted={"text_sha256": digest, "text_chars": len(text), "reason": reason,
                                      "line": line, "column": column},
                       decision="not-evaluated", reason=f"parse-error: {reason} at line {line}, column {column}",
-                      outcome="parse-error", duration_us=0, user=user, op_id=new_op_id(), process=process)
+                      outcome="parse-error", duration_us=0, user=user, op_id=new_op_id(), process=process,
+                      client=client)
 
 
 def _dumps(value: Any, *, sort: bool = False) -> bytes:

@@ -66,6 +66,7 @@ CREATE TABLE IF NOT EXISTS {table} (
 ALTER TABLE {table} ADD COLUMN IF NOT EXISTS kind text NOT NULL DEFAULT 'event';
 ALTER TABLE {table} ADD COLUMN IF NOT EXISTS op_id text NOT NULL DEFAULT '';
 ALTER TABLE {table} ADD COLUMN IF NOT EXISTS user_name text NOT NULL DEFAULT '';
+ALTER TABLE {table} ADD COLUMN IF NOT EXISTS client text NOT NULL DEFAULT '';
 ALTER TABLE {table} ADD COLUMN IF NOT EXISTS process_id bigint NOT NULL DEFAULT 0;
 DROP INDEX IF EXISTS {old_ts_index};
 DROP INDEX IF EXISTS {old_request_index};
@@ -141,7 +142,7 @@ class PostgresAuditStore:
         self._merged = sql.SQL(f"""
 SELECT s.ts, s.request_id, s.op_index, s.principal, s.transport, s.verb, s.args_digest, s.args_redacted,
        COALESCE(o.decision, s.decision), COALESCE(o.reason, s.reason), {{outcome}},
-       COALESCE(o.duration_us, s.duration_us), s.write_keys, s.kind, s.op_id, s.user_name, {{process}}
+       COALESCE(o.duration_us, s.duration_us), s.write_keys, s.kind, s.op_id, s.user_name, s.client, {{process}}
 FROM {{table}} AS s
 LEFT JOIN {{table}} AS o ON s.kind = '{START}' AND o.id = (
     SELECT e.id FROM {{table}} AS e WHERE e.kind = '{OUTCOME}' AND e.op_id = s.op_id
@@ -335,7 +336,8 @@ WHERE s.kind <> '{OUTCOME}'""").format(outcome=self._outcome, table=self._ident,
                 cur = await conn.execute("SELECT tgname FROM pg_trigger WHERE tgrelid = to_regclass(%s)", [table])
                 existing.update((table, name) for (name,) in await cur.fetchall())
             cur = await conn.execute("SELECT to_regclass(%s) IS NOT NULL AND EXISTS (SELECT 1 FROM pg_attribute "
-                                     "WHERE attrelid = to_regclass(%s) AND attname = 'process_id')",
+                                     # the newest column (ADR 0032): its absence means DDL to run
+                                     "WHERE attrelid = to_regclass(%s) AND attname = 'client')",
                                      [self._open_ident.as_string(conn), tables[0]])
             row = await cur.fetchone()
             wanted = {(table, name) for table in tables for name in _TRIGGERS}

@@ -20,7 +20,8 @@ from khive.audit.process import Liveness, ProcessId, judge
 
 # Every stored row, in this column order.
 COLUMNS = ("ts", "request_id", "op_index", "principal", "transport", "verb", "args_digest", "args_redacted",
-           "decision", "reason", "outcome", "duration_us", "write_keys", "kind", "op_id", "user_name", "process_id")
+           "decision", "reason", "outcome", "duration_us", "write_keys", "kind", "op_id", "user_name", "process_id",
+           "client")
 # What an open op keeps until its outcome arrives: enough to judge its process and write that outcome.
 OPEN_COLUMNS = ("op_id", "ts", "request_id", "op_index", "verb", "process_id")
 PROCESS_COLUMNS = ("host", "boot", "pidns", "pid", "start")
@@ -37,11 +38,11 @@ def row_values(kind: str, event: AuditEvent, ts: Any, process_id: int) -> tuple[
     if kind == OUTCOME:
         return (ts, event.request_id, event.op_index, "", "", event.verb, "", "null", event.decision, event.reason,
                 event.outcome, event.duration_us, "[]", kind, event.op_id, "",
-                process_id if event.outcome == INTERRUPTED else NO_PROCESS)
+                process_id if event.outcome == INTERRUPTED else NO_PROCESS, "")
     return (ts, event.request_id, event.op_index, event.principal, event.transport, event.verb, event.args_digest,
             audit_json(event.args_redacted), event.decision, event.reason, event.outcome, event.duration_us,
             audit_json(list(event.write_keys)) if event.write_keys else "[]", kind, event.op_id, event.user,
-            process_id)
+            process_id, event.client)
 
 
 def open_values(event: AuditEvent, ts: Any, process_id: int) -> tuple[Any, ...]:
@@ -67,14 +68,14 @@ def open_event(row: tuple[Any, ...], ts: datetime) -> AuditEvent:
 
 
 def merged_event(row: tuple[Any, ...], ts: datetime) -> AuditEvent:
-    """A merged read's row: COLUMNS up to op_id and user_name, then PROCESS_COLUMNS."""
+    """A merged read's row: COLUMNS up to op_id and user_name, the client, then PROCESS_COLUMNS."""
     (_, request_id, op_index, principal, transport, verb, digest, args, decision, reason, outcome, duration_us,
-     write_keys, _, op_id, user, *process) = row
+     write_keys, _, op_id, user, client, *process) = row
     return AuditEvent(ts=ts, request_id=str(request_id), op_index=int(op_index), principal=str(principal),
                       transport=str(transport), verb=str(verb), args_digest=str(digest), args_redacted=_json(args),
                       decision=str(decision), reason=str(reason), outcome=str(outcome), duration_us=int(duration_us),
                       write_keys=tuple(_json(write_keys) or ()), user=str(user), op_id=str(op_id),
-                      process=_process(process))
+                      process=_process(process), client=str(client or ""))
 
 
 def interrupted(open_ops: Iterable[AuditEvent], me: ProcessId, now: datetime) -> list[AuditEvent]:

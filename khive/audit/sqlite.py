@@ -54,7 +54,8 @@ CREATE TABLE IF NOT EXISTS audit_events (
     kind TEXT NOT NULL DEFAULT 'event',
     op_id TEXT NOT NULL DEFAULT '',
     user_name TEXT NOT NULL DEFAULT '',
-    process_id INTEGER NOT NULL DEFAULT 0
+    process_id INTEGER NOT NULL DEFAULT 0,
+    client TEXT NOT NULL DEFAULT ''
 );
 CREATE TRIGGER IF NOT EXISTS audit_events_no_update BEFORE UPDATE ON audit_events
 BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
@@ -64,10 +65,11 @@ BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
 # Version 2 (ADR 0029) adds columns (rows written before read as complete events of an unknown
 # process), indexes only what readers look up (events and starts by time and request, outcomes by
 # op), the processes, and the open ops.
-_VERSION = 2
+_VERSION = 3  # 3: the client column (ADR 0032)
 _CHECKPOINT_PAGES = 10_000
 _ADDED = {"kind": "TEXT NOT NULL DEFAULT 'event'", "op_id": "TEXT NOT NULL DEFAULT ''",
-          "user_name": "TEXT NOT NULL DEFAULT ''", "process_id": "INTEGER NOT NULL DEFAULT 0"}
+          "user_name": "TEXT NOT NULL DEFAULT ''", "process_id": "INTEGER NOT NULL DEFAULT 0",
+          "client": "TEXT NOT NULL DEFAULT ''"}
 _WRITE_AHEAD = f"""
 DROP INDEX IF EXISTS audit_events_ts;
 DROP INDEX IF EXISTS audit_events_request;
@@ -111,7 +113,7 @@ _OUTCOME = f"CASE WHEN s.kind = '{START}' THEN COALESCE(o.outcome, '{RUNNING}') 
 _MERGED = f"""
 SELECT s.ts, s.request_id, s.op_index, s.principal, s.transport, s.verb, s.args_digest, s.args_redacted,
        COALESCE(o.decision, s.decision), COALESCE(o.reason, s.reason), {_OUTCOME},
-       COALESCE(o.duration_us, s.duration_us), s.write_keys, s.kind, s.op_id, s.user_name, {_PROCESS_COLUMNS}
+       COALESCE(o.duration_us, s.duration_us), s.write_keys, s.kind, s.op_id, s.user_name, s.client, {_PROCESS_COLUMNS}
 FROM audit_events AS s
 LEFT JOIN audit_events AS o ON s.kind = '{START}' AND o.id = (
     SELECT e.id FROM audit_events AS e WHERE e.kind = '{OUTCOME}' AND e.op_id = s.op_id

@@ -72,9 +72,11 @@ class OpState(Protocol):
 
 
 class RequestTrail:
-    def __init__(self, store: AuditStore, *, request_id: str, principal: str, transport: str, user: str):
+    def __init__(self, store: AuditStore, *, request_id: str, principal: str, transport: str, user: str,
+                 client: str = ""):
         self._store = store
         self.request_id, self.principal, self.transport, self.user = request_id, principal, transport, user
+        self.client = client  # what an MCP client calls itself: information only (ADR 0032)
         self._process = this_process()
         self._recorded: set[int] = set()  # op indexes with a start or a complete event
         self._open: dict[int, tuple[AuditEvent, OpState]] = {}  # started, outcome not written yet
@@ -146,7 +148,7 @@ class RequestTrail:
                           transport=self.transport, verb=op.verb, args_digest=digest_args(args),
                           args_redacted=redact(args), decision=op.decision, reason=_reason(op), outcome=outcome,
                           duration_us=op.duration_us, write_keys=op.write_keys, user=self.user, op_id=new_op_id(),
-                          process=self._process)
+                          process=self._process, client=self.client)
 
     def _outcome(self, start: AuditEvent, op: OpState, failure: BaseException | None = None) -> AuditEvent:
         finished = op.ok or op.error is not None or op.aborted
@@ -172,14 +174,14 @@ def _reason(op: OpState) -> str:
 
 
 async def audit_parse_error(store: AuditStore, exc: DslSyntaxError, text: str, *, request_id: str, principal: str,
-                            transport: str, user: str) -> bool:
+                            transport: str, user: str, client: str = "") -> bool:
     """Audit a request text rejected before dispatch: where it broke and its digest, never the text.
 
     Nothing ran, so a store that cannot take the event only costs the event: logged, False.
     """
     event = parse_error_event(ts=datetime.now(UTC), text=text, reason=exc.reason, line=exc.line, column=exc.column,
                               request_id=request_id or new_request_id(), principal=principal, transport=transport,
-                              user=user, process=this_process())
+                              user=user, process=this_process(), client=client)
     try:
         await store.append([event])
     except Exception:

@@ -53,6 +53,9 @@ class ConnectionConfig(BaseModel):
                                               "twice server.max_parallel_ops")
     allow_functions: list[str] = Field(default_factory=list,
                                        description="extra SQL functions sql.execute may call here")
+    allowPrivilegedRole: bool = Field(default=False,
+                                      description="let agents' SQL run although the role is a superuser or may "
+                                                  "read server files or run programs (not recommended)")
     # the historic_sql pack's block, validated by that pack (the core does not know its shape)
     historicSql: dict[str, Any] | None = None
 

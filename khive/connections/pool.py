@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 IDLE_SECONDS = 300.0
 # Errors after which the driver's session is still usable: the statement failed, the connection did not.
 SESSION_INTACT = frozenset({"query_failed", "statement_timeout", "read_only_violation", "permission_denied",
-                            "sql_refused"})
+                            "sql_refused", "privileged_role"})
 
 
 class PoolTimeout(KhiveError):

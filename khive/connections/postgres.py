@@ -1,7 +1,8 @@
 """PostgreSQL (psycopg 3, sync): a read-only session, the catalog in a few bulk pg_catalog queries.
 
 The session starts with ``default_transaction_read_only=on`` and the connection's
-``statement_timeout``; every unit of work runs in a ``BEGIN READ ONLY`` transaction that is always
+``statement_timeout``, then learns its role's privileges and pins its search path (``pg_session``);
+every unit of work runs in a ``BEGIN READ ONLY`` transaction that is always
 rolled back, so even a ``SET`` cannot outlive its statement. ``execute`` sends the vetted statement
 through the extended protocol (a pipeline), where PostgreSQL refuses a second statement, after
 ``SET LOCAL statement_timeout``.
@@ -26,6 +27,7 @@ from psycopg.rows import dict_row, tuple_row
 from khive.connections.catalog import CatalogSnapshot, Column, ColumnSample, ForeignKey, Table, TableKind
 from khive.connections.config import ConnectionConfig
 from khive.connections.driver import HoldsConnection, QueryResult
+from khive.connections.pg_session import SessionFacts, inspect_and_pin
 from khive.connections.pgvalues import SESSION_OPTIONS, TYPES_SQL, PgType, array_converter, register_loaders
 from khive.connections.types import (
     build_column,
@@ -132,6 +134,7 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
         self._url = url
         self._conn: psycopg.Connection[Any] | None = None
         self._types: dict[int, PgType] = {}
+        self._session: SessionFacts | None = None
 
     # ---- connection ----------------------------------------------------------------------------------------
 
@@ -155,19 +158,30 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
             existing = ""
         options = (f"{existing} -c default_transaction_read_only=on "
                    f"-c statement_timeout={_ms(self.config.statement_timeout_s)} {SESSION_OPTIONS}").strip()
+        conn: psycopg.Connection[Any] | None = None
         try:
-            conn = psycopg.connect(self._url, options=options, connect_timeout=10, application_name="khive")
+            conn = psycopg.connect(self._url, options=options, connect_timeout=10, application_name="khive",
+                                   autocommit=True)
+            self._session = inspect_and_pin(conn)  # once per connection (ADR 0032)
         except psycopg.Error as exc:
+            if conn is not None:
+                conn.close()
             reason = " ".join(str(exc).split())
             if password:
                 reason = reason.replace(password, "***")
             raise KhiveError(f"connection {self.connection!r}: cannot connect to PostgreSQL at {target}: {reason}",
                              code="connection_failed",
                              details={"connection": self.connection, "target": target}) from None
+        conn.autocommit = False
         conn.read_only = True  # every transaction: BEGIN READ ONLY
         register_loaders(conn)  # values leave the driver by khive's value rule (pgvalues.py)
         self._conn = conn
         return conn
+
+    def session_facts(self) -> SessionFacts | None:
+        """The role's privileges and the pinned search path, learned when the connection opened."""
+        self._db()
+        return self._session
 
     def _error(self, exc: psycopg.Error, timeout_s: float) -> KhiveError:
         details = {"connection": self.connection, "sqlstate": exc.sqlstate}

@@ -5,6 +5,11 @@ The connection's ``statement_timeout_s`` is a ceiling: an agent's ``timeout_s`` 
 raise it (ADR 0028). The driver is leased from the connection's pool.
 Parsing (the gate, the wrapper) and the query run in worker threads: the callers are async handlers,
 whose event loop serves every other agent meanwhile (ADR 0027).
+
+Over MCP (``wire``) the statement must also suit the session it runs in (ADR 0032): not on a
+PostgreSQL role that is a superuser or may read server files or run programs (unless the connection
+says ``allowPrivilegedRole: true``), and no bare call that a user overload of a built-in could catch.
+What runs starts with ``/* khive:query */``, so query history can leave khive's own traffic out.
 """
 
 from __future__ import annotations
@@ -12,8 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from khive.connections.driver import QueryResult
+from khive.connections.driver import Driver, QueryResult
+from khive.connections.pg_session import SessionFacts
 from khive.connections.sqlgate import GateDecision, check_sql, wrap_with_limit
+from khive.connections.types import QUERY_SQL_MARK
 from khive.errors import KhiveError, OpError
 from khive.threads import run_blocking
 from khive.values import DEFAULT_BYTES_SHOWN
@@ -53,30 +60,41 @@ def statement_timeout(requested: float | None, connection: str, config: Connecti
 @dataclass(frozen=True)
 class ReadOnlyRun:
     result: QueryResult
-    sql: str  # what ran: the statement rebuilt from its parse tree, wrapped in the row limit
+    sql: str  # what ran: the statement rebuilt from its parse tree, wrapped in the row limit (less the marker)
     decision: GateDecision
     timeout: StatementTimeout
 
 
 async def run_read_only(runtime: Runtime, connection: str, sql: str, *, limit: int, timeout_s: float | None,
-                        bytes_shown: int = DEFAULT_BYTES_SHOWN) -> ReadOnlyRun:
-    """``bytes_shown``: how much of each binary value the rows show (khive/values.py)."""
+                        bytes_shown: int = DEFAULT_BYTES_SHOWN, wire: bool) -> ReadOnlyRun:
+    """``wire``: the statement came over MCP (an agent's), not from the operator's CLI. ``bytes_shown``: how
+    much of each binary value the rows show (khive/values.py)."""
     config = runtime.connection(connection)
     timeout = statement_timeout(timeout_s, connection, config)
-    decision = await run_blocking(check_sql, sql, config.driver, allow_functions=config.allow_functions,
-                                  timeout_s=timeout.seconds)
-    if not decision.allowed:
-        raise OpError(f"refused: {decision.reason}", code="sql_refused",
-                      details={"reason": decision.reason, "statement_kind": decision.statement_kind,
-                               "gate_code": decision.code, "sql": sql})
+    decision = await run_blocking(lambda: check_sql(sql, config.driver, wire=wire,
+                                                    allow_functions=config.allow_functions, timeout_s=timeout.seconds))
+    _refuse_unless_allowed(decision, sql)
     pool = runtime.drivers.pool(connection)
+
+    def suits_session(driver: Driver) -> None:
+        facts: SessionFacts | None = getattr(driver, "session_facts", lambda: None)()
+        if facts is None:
+            return
+        if facts.privileges and not config.allowPrivilegedRole:
+            raise _privileged(connection, facts)
+        if facts.shadowed:
+            _refuse_unless_allowed(check_sql(sql, config.driver, wire=True, allow_functions=config.allow_functions,
+                                             timeout_s=timeout.seconds, shadowed=facts.shadowed), sql)
 
     def run() -> tuple[QueryResult, str]:
         wrapped = wrap_with_limit(sql, config.driver, limit)
+        marked = f"{QUERY_SQL_MARK} {wrapped}"
         for attempt in (1, 2):
             with pool.lease(timeout.seconds) as lease:  # waiting for a driver is bounded by the same timeout
                 try:
-                    return lease.driver.execute(wrapped, limit=limit, timeout_s=timeout.seconds,
+                    if wire:
+                        suits_session(lease.driver)
+                    return lease.driver.execute(marked, limit=limit, timeout_s=timeout.seconds,
                                                 bytes_shown=bytes_shown), wrapped
                 except KhiveError as exc:
                     if exc.code == "connection_failed" and lease.reused and attempt == 1:
@@ -90,6 +108,24 @@ async def run_read_only(runtime: Runtime, connection: str, sql: str, *, limit: i
 
     result, wrapped = await run_blocking(run)
     return ReadOnlyRun(result, wrapped, decision, timeout)
+
+
+def _refuse_unless_allowed(decision: GateDecision, sql: str) -> None:
+    if not decision.allowed:
+        raise OpError(f"refused: {decision.reason}", code="sql_refused",
+                      details={"reason": decision.reason, "statement_kind": decision.statement_kind,
+                               "gate_code": decision.code, "sql": sql})
+
+
+def _privileged(connection: str, facts: SessionFacts) -> OpError:
+    held = " and ".join(facts.privileges)
+    fix = (f"connect agents as a role with SELECT on the analytics schemas only (README: Security model), or "
+           f"set connections.{connection}.allowPrivilegedRole: true in khive.yaml")
+    return OpError(f"connection {connection!r} connects as role {facts.role!r}, which holds {held}: such a role can "
+                   f"read the server's files or run programs through SQL the gate cannot see, so agents' SQL does "
+                   f"not run on it; fix: {fix}", code="privileged_role",
+                   details={"connection": connection, "role": facts.role, "privileges": list(facts.privileges),
+                            "fix": fix})
 
 
 def _name_the_limit(exc: KhiveError, timeout: StatementTimeout) -> None:

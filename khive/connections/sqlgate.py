@@ -18,6 +18,14 @@ dialect and refuses, with a reason the agent can act on, anything that is not pl
    (no glob) in ``allow_functions``. A function in a user schema (``ops.fn()``) is allowed only by its
    qualified name. DuckDB's ``FROM 'file.csv'`` and Snowflake's ``FROM @stage`` are refused like the
    file-reading functions.
+4. Over MCP (``wire=True``: the statement comes from an agent), two more rules (ADR 0032): relations
+   and table functions that expose other sessions' statement text or the server's state
+   (``sqlgate_functions.SERVER_STATE``: pg_stat_statements in any schema, pg_stat_activity, pg_locks,
+   pg_settings, duckdb_settings(), ...) are refused by name (``gate_code`` ``server_state``); and a
+   bare call whose name a user-defined function on the session's search path also carries
+   (``shadowed``: ``md5`` when ``public.md5(integer)`` exists) is refused, since PostgreSQL may
+   resolve it to that function; ``pg_catalog.md5(...)`` names the built-in. The operator's CLI
+   (``wire=False``) is trusted with both.
 
 Decisions worth knowing:
 
@@ -33,7 +41,7 @@ Decisions worth knowing:
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from typing import Any, Literal
@@ -42,10 +50,11 @@ from sqlglot import Token, TokenType, exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
 
-from khive.connections.sqlgate_functions import allowed_names, denied_reason
+from khive.connections.sqlgate_functions import allowed_names, denied_reason, server_state_reason
 from khive.errors import KhiveError
 
-GateCode = Literal["ok", "not_read_only", "multiple_statements", "forbidden_function", "parse_error", "empty"]
+GateCode = Literal["ok", "not_read_only", "multiple_statements", "forbidden_function", "server_state",
+                   "parse_error", "empty"]
 
 ALLOWED_ROOTS = "SELECT, UNION/INTERSECT/EXCEPT, VALUES, WITH ... SELECT and EXPLAIN of those"
 _TOO_DEEP = "the SQL is nested too deeply for the gate to check; flatten the expression or use a CTE"
@@ -74,13 +83,21 @@ class _Policy:
     allow: frozenset[str]
     deny: frozenset[str]
     timeout_s: float | None
+    wire: bool
+    shadowed: Mapping[str, Sequence[str]]
 
 
-def check_sql(sql: str, dialect: str, *, allow_functions: Collection[str] = (),
-              deny_functions: Collection[str] = (), timeout_s: float | None = None) -> GateDecision:
-    """Decide whether ``sql`` is one read-only statement that may run; never raises for bad SQL."""
+def check_sql(sql: str, dialect: str, *, wire: bool, allow_functions: Collection[str] = (),
+              deny_functions: Collection[str] = (), timeout_s: float | None = None,
+              shadowed: Mapping[str, Sequence[str]] | None = None) -> GateDecision:
+    """Decide whether ``sql`` is one read-only statement that may run; never raises for bad SQL.
+
+    ``wire``: the statement came over MCP (an agent), not from the operator's CLI. ``shadowed``: bare
+    function names a user-defined function on the session's search path also carries -> its schemas.
+    """
     policy = _Policy(dialect.lower(), frozenset(name.lower() for name in allow_functions),
-                     frozenset(name.lower() for name in deny_functions), timeout_s)
+                     frozenset(name.lower() for name in deny_functions), timeout_s, wire,
+                     {name.lower(): tuple(schemas) for name, schemas in (shadowed or {}).items()})
     try:
         engine = Dialect.get_or_raise(policy.dialect)
     except ValueError:
@@ -91,10 +108,10 @@ def check_sql(sql: str, dialect: str, *, allow_functions: Collection[str] = (),
         return _refuse("parse_error", "", _error_message(_as_parse_error(exc), policy.dialect))
 
 
-def require_read_only(sql: str, dialect: str, *, allow_functions: Collection[str] = (),
+def require_read_only(sql: str, dialect: str, *, wire: bool, allow_functions: Collection[str] = (),
                       deny_functions: Collection[str] = (), timeout_s: float | None = None) -> GateDecision:
     """``check_sql`` that raises ``SqlRefused`` on refusal and returns the decision otherwise."""
-    decision = check_sql(sql, dialect, allow_functions=allow_functions, deny_functions=deny_functions,
+    decision = check_sql(sql, dialect, wire=wire, allow_functions=allow_functions, deny_functions=deny_functions,
                          timeout_s=timeout_s)
     if not decision.allowed:
         raise SqlRefused(f"SQL refused: {decision.reason}", details={
@@ -334,19 +351,23 @@ def _check_tree(root: exp.Expr, kind: str, policy: _Policy) -> GateDecision:
     ctes = {cte.alias_or_name.lower() for cte in root.find_all(exp.CTE)}
     functions: list[str] = []
     tables: list[str] = []
-    refusal: str | None = None
+    refusal: tuple[GateCode, str] | None = None
     slept = 0.0
     for node in root.walk():
         if isinstance(node, exp.Table):
             name = node.this
             if isinstance(name, exp.Identifier) and name.quoted and policy.dialect == "duckdb" \
                     and _PATH_LIKE.search(name.name):
-                refusal = refusal or (f"FROM {name.name!r} makes DuckDB read a file or URL; query warehouse "
-                                      "tables, not the server's filesystem or remote storage")
+                refusal = refusal or ("forbidden_function", f"FROM {name.name!r} makes DuckDB read a file or URL; "
+                                      "query warehouse tables, not the server's filesystem or remote storage")
             elif isinstance(name, exp.Var) and name.name.startswith("@"):
-                refusal = refusal or f"FROM {name.name} reads staged files; query warehouse tables instead"
-            elif isinstance(name, exp.Identifier) and (node.db or name.name.lower() not in ctes):
-                tables.append(".".join(part.name for part in node.parts))
+                refusal = refusal or ("forbidden_function",
+                                      f"FROM {name.name} reads staged files; query warehouse tables instead")
+            elif isinstance(name, exp.Identifier):
+                # A CTE of that name is refused too: scopes make "is it the CTE?" easy to get wrong.
+                refusal = refusal or _server_state(node, name.name, policy, call=False)
+                if node.db or name.name.lower() not in ctes:
+                    tables.append(".".join(part.name for part in node.parts))
         elif isinstance(node, exp.Func) and not isinstance(node, _NOT_CALLS):
             qualifier, bare = _function_name(node)
             functions.append(f"{qualifier}.{bare}" if qualifier else bare)
@@ -356,11 +377,30 @@ def _check_tree(root: exp.Expr, kind: str, policy: _Policy) -> GateDecision:
                 slept += seconds
             else:
                 why = _judge_function(node, qualifier, bare, policy)
-            refusal = refusal or why
+            state = _server_state(node, bare, policy, call=True, qualifier=qualifier)
+            refusal = refusal or state or (("forbidden_function", why) if why else None)
     found_functions, found_tables = tuple(sorted(set(functions))), tuple(sorted(set(tables)))
     if refusal is not None:
-        return GateDecision(False, refusal, kind, "forbidden_function", found_functions, found_tables)
+        return GateDecision(False, refusal[1], kind, refusal[0], found_functions, found_tables)
     return GateDecision(True, f"read-only {kind}", kind, "ok", found_functions, found_tables)
+
+
+def _server_state(node: exp.Expr, name: str, policy: _Policy, *, call: bool, qualifier: str | None = None
+                  ) -> tuple[GateCode, str] | None:
+    """Over MCP: a relation or table function that shows other sessions' SQL or the server's state."""
+    if not policy.wire:
+        return None
+    if qualifier is None:
+        qualifier = ".".join(part.name.lower() for part in (node.args.get("catalog"), node.args.get("db")) if part)
+    inner, _, name = name.lower().rpartition(".")  # BigQuery reads `INFORMATION_SCHEMA.JOBS` as one name
+    qualifier = ".".join(part for part in (qualifier, inner) if part)
+    why = server_state_reason(name, qualifier, policy.dialect, call=call)
+    if why is None:
+        return None
+    shown = f"{qualifier}.{name}" if qualifier else name
+    what = f"{shown}()" if call else shown
+    return "server_state", (f"{what} {why}; agents may not read it over MCP (the operator's khive CLI may). "
+                            "Query the warehouse's own tables instead")
 
 
 # --- functions ------------------------------------------------------------------------------------
@@ -413,6 +453,11 @@ def _judge_function(node: exp.Func, qualifier: str, bare: str, policy: _Policy) 
     unqualified = _unqualified(qualifier, policy)
     named_in_allow = qualified in policy.allow or (unqualified and bare in policy.allow)
     names = _call_names(node, qualifier, bare, policy)
+    if policy.wire and not qualifier and not named_in_allow:
+        overloads = sorted({f"{schema}.{name}" for name in names for schema in policy.shadowed.get(name, ())})
+        if overloads:
+            return (f"{qualified}() is also defined as {', '.join(overloads)}, a user function that PostgreSQL may "
+                    f"pick instead of the built-in; call pg_catalog.{bare}(...) for the built-in")
     denial = next((reason for name in sorted(names) if (reason := denied_reason(name, policy.dialect))), None)
     if denial is not None and not named_in_allow:
         return f"{qualified}() {denial}; the read-only gate refuses it"

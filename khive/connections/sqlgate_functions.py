@@ -1,6 +1,6 @@
 """Function lists for the read-only SQL gate (``sqlgate``): what is refused, what is known to be safe.
 
-Two lists, both lower-case and matched against the bare function name (``pg_catalog.pg_read_file``
+Three lists, all lower-case and matched against the bare function name (``pg_catalog.pg_read_file``
 is ``pg_read_file``):
 
 * ``DENIED``: glob patterns of functions that read the server's files, reach other servers, write
@@ -10,6 +10,12 @@ is ``pg_read_file``):
 * ``ALLOWED``: functions that sqlglot does not type (it parses them as ``exp.Anonymous``) but that
   are ordinary read-only analytics: the unknown-function rule would otherwise refuse them.
   Names sqlglot already types need not be listed; listing them does no harm.
+* ``SERVER_STATE``: relations and table functions that show other sessions' statement text, locks,
+  the server's settings or stored credentials. Over MCP they are refused by name in any schema
+  (``public.pg_stat_statements`` too, where the extension was installed in ``public``); the
+  operator's CLI may read them. Not liftable by ``allow_functions``: grant them to a role instead
+  (ADR 0032). BigQuery's and Snowflake's job and query history are matched only under
+  ``INFORMATION_SCHEMA`` / ``ACCOUNT_USAGE``, since ``jobs`` or ``sessions`` are common table names.
 """
 
 from __future__ import annotations
@@ -171,6 +177,50 @@ ALLOWED: dict[str, frozenset[str]] = {
         uniform normal zipf seq1 seq2 seq4 seq8 minhash approximate_similarity square time_slice haversine
     """),
 }
+
+
+_STATEMENTS = "shows other sessions' SQL text"
+_STATE = "shows the server's state (sessions, locks, replication, memory)"
+_SETTINGS = "shows server or role settings, which can hold secrets"
+_CREDENTIALS = "shows stored credentials or authentication rules"
+_PG_SERVER_STATE = {
+    "pg_stat_statements*": _STATEMENTS, "pg_stat_activity": _STATEMENTS, "pg_stat_get_activity": _STATEMENTS,
+    "pg_stat_*": _STATE, "pg_statio_*": _STATE, "pg_locks": _STATE, "pg_lock_status": _STATE,
+    "pg_blocking_pids": _STATE, "pg_safe_snapshot_blocking_pids": _STATE, "pg_prepared_xacts": _STATE,
+    "pg_prepared_xact": _STATE, "pg_replication_slots": _STATE, "pg_backend_memory_contexts": _STATE,
+    "pg_get_backend_memory_contexts": _STATE, "pg_shmem_allocations": _STATE, "pg_get_shmem_allocations": _STATE,
+    "pg_settings": _SETTINGS, "pg_show_all_settings": _SETTINGS, "pg_file_settings": _SETTINGS,
+    "pg_show_all_file_settings": _SETTINGS, "pg_db_role_setting": _SETTINGS, "pg_config": _SETTINGS,
+    "current_setting": _SETTINGS,
+    "pg_hba_file_rules": _CREDENTIALS, "pg_ident_file_mappings": _CREDENTIALS, "pg_shadow": _CREDENTIALS,
+    "pg_authid": _CREDENTIALS, "pg_user_mapping*": _CREDENTIALS, "pg_subscription": _CREDENTIALS,
+}
+SERVER_STATE: dict[str, dict[str, str]] = {
+    "postgres": _PG_SERVER_STATE,
+    "duckdb": {**_PG_SERVER_STATE, "duckdb_settings": _SETTINGS, "duckdb_secrets": _CREDENTIALS,
+               "which_secret": _CREDENTIALS, "duckdb_databases": _STATE, "duckdb_temporary_files": _STATE,
+               "duckdb_memory": _STATE, "duckdb_extensions": _STATE, "pragma_database_list": _STATE},
+}
+# Job and query history, by (bare name, a qualifier that must be present).
+_HISTORY_QUALIFIERS = frozenset({"information_schema", "account_usage", "organization_usage",
+                                 "reader_account_usage"})
+_WAREHOUSE_HISTORY = {"jobs": _STATEMENTS, "jobs_by_*": _STATEMENTS, "jobs_timeline*": _STATEMENTS,
+                      "query_history*": _STATEMENTS, "access_history": _STATEMENTS, "login_history*": _CREDENTIALS,
+                      "sessions*": _STATE, "session_*": _STATE}
+
+
+def server_state_reason(name: str, qualifier: str, dialect: str, *, call: bool) -> str | None:
+    """Why a relation (``call=False``) or function (lower-case bare name, dotted qualifier) is server state."""
+    for pattern, reason in SERVER_STATE.get(dialect, {}).items():
+        if fnmatchcase(name, pattern):
+            return reason
+    if dialect in ("bigquery", "snowflake"):
+        qualified = bool(_HISTORY_QUALIFIERS & set(qualifier.split(".")))
+        for pattern, reason in _WAREHOUSE_HISTORY.items():
+            # Snowflake's QUERY_HISTORY() table functions need no qualifier; a table called jobs or sessions does.
+            if fnmatchcase(name, pattern) and (qualified or (call and pattern.endswith("history*"))):
+                return reason
+    return None
 
 
 def denied_reason(name: str, dialect: str) -> str | None:

@@ -241,6 +241,10 @@ def plan_sample(table: Table, policy: SamplePolicy, dialect: str) -> tuple[list[
 # and anyone's) can tell khive's own sampling from what analysts run: pg_stat_statements, BigQuery jobs
 # and Snowflake's query history keep leading comments.
 SCAN_SQL_MARK = "/* khive:scan */"
+# ... and what agents run through khive (sql.execute, sl.query) starts with this one, and probes with the
+# last: historic_sql leaves all three out of "what analysts run" by default (filters.orchestrators.khive).
+QUERY_SQL_MARK = "/* khive:query */"
+PROBE_SQL_MARK = "/* khive:probe */"
 
 
 def cast_text(expression: str) -> str:

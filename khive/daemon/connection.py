@@ -3,6 +3,8 @@
 Blocking sockets keep the forwarding path free of an event loop; async callers (``khive mcp``)
 run it in a worker thread. The one distinction that matters to callers: a failure before the
 request frame was fully written (``NotSent``: nothing can have run) versus after (``Lost``).
+Before anything is sent, the socket and the process listening on it must belong to this uid
+(``UntrustedDaemon`` otherwise; ADR 0032).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from types import TracebackType
 from typing import Any
 
 from khive.daemon.frames import ConnectionClosed, recv_frame, send_frame
+from khive.daemon.peer import check_listener, check_socket_owner
 from khive.errors import DaemonError
 
 CONNECT_TIMEOUT = 2.0
@@ -37,11 +40,14 @@ class DaemonConnection:
 
     @classmethod
     def open(cls, path: Path, timeout: float = CONNECT_TIMEOUT) -> DaemonConnection:
-        """Connect; raises FileNotFoundError / ConnectionRefusedError when no daemon listens there."""
+        """Connect; raises FileNotFoundError / ConnectionRefusedError when no daemon listens there, and
+        ``UntrustedDaemon`` when the socket or its listener belongs to another user."""
+        check_socket_owner(path)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(timeout)
         try:
             sock.connect(str(path))
+            check_listener(sock, path)
         except BaseException:
             sock.close()
             raise

@@ -21,6 +21,7 @@ import anyio
 
 from khive.daemon.connection import DaemonConnection
 from khive.daemon.paths import DaemonSettings, ensure_private_dir
+from khive.daemon.peer import check_socket_owner
 from khive.daemon.protocol import identity_key
 from khive.errors import DaemonError
 
@@ -91,6 +92,7 @@ def _remove_stale_socket(path: Path) -> None:
     if not stat.S_ISSOCK(mode):
         raise DaemonError(f"{path} exists and is not a socket; remove it or set KHIVE_SOCKET elsewhere",
                           code="daemon_unavailable", details={"socket": str(path)})
+    check_socket_owner(path)  # another user's socket is not ours to remove (nor to listen in its place)
     log.info("removing stale socket %s (no daemon holds the pid lock)", path)
     path.unlink()
 

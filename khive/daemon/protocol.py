@@ -4,8 +4,9 @@
     {"type": "hello", "protocol", "version",         {"type": "hello", "protocol", "version", "config_id",
      "config_id"}                                      "runtime_config_id", "pid", "project", "writes"}
     {"type": "request", "id", "ops", "presentation",  {"type": "progress", "done", "total", "message"} ...
-     "principal", "transport", "user", "sampling"?}   {"type": "sample", "seq", "key", "system", "prompt",
-    {"type": "sampled", "seq", "text" | "error"}       "max_tokens"} (MCP sampling, answered by the caller)
+     "principal", "transport", "user", "sampling"?,   {"type": "sample", "seq", "key", "system", "prompt",
+     "client"?}                                        "max_tokens"} (MCP sampling, answered by the caller)
+    {"type": "sampled", "seq", "text" | "error"}
                                                      {"type": "envelope", "envelope"}
     {"type": "status"}                               {"type": "status", ...}
     {"type": "stop"}                                 {"type": "stopping", "pid"}
@@ -80,12 +81,16 @@ def hello(config_id: str) -> dict[str, Any]:
 
 
 def request(*, request_id: str, ops: str, presentation: str, principal: str, transport: str,
-            user: str, sampling: bool | None = None) -> dict[str, Any]:
-    """``sampling``: None when the caller has no MCP session, else whether its client can sample."""
-    frame = {"type": "request", "id": request_id, "ops": ops, "presentation": presentation,
-             "principal": principal, "transport": transport, "user": user}
+            user: str, sampling: bool | None = None, client: str = "") -> dict[str, Any]:
+    """``sampling``: None when the caller has no MCP session, else whether its client can sample.
+    ``client``: what the MCP client calls itself, for the audit. The daemon decides the principal from
+    the peer's uid (ADR 0032): the frame's may narrow it, never widen it."""
+    frame: dict[str, Any] = {"type": "request", "id": request_id, "ops": ops, "presentation": presentation,
+                             "principal": principal, "transport": transport, "user": user}
     if sampling is not None:
         frame["sampling"] = sampling
+    if client:
+        frame["client"] = client
     return frame
 
 
@@ -108,6 +113,8 @@ def request_problem(message: Mapping[str, Any], presentations: tuple[str, ...],
         return f"request field 'transport' must be one of {', '.join(sorted(transports))}"
     if "sampling" in message and not isinstance(message["sampling"], bool):
         return "request field 'sampling' must be true or false when present"
+    if "client" in message and not isinstance(message["client"], str):
+        return "request field 'client' must be a string when present"
     if ":" not in message["principal"]:
         return "request field 'principal' must look like kind:name (e.g. operator:alice, agent:claude)"
     return None

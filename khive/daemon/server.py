@@ -2,15 +2,14 @@
 
 Each connection is handled in its own task; requests on different connections run concurrently.
 A request runs to completion even when its client goes away, so a write is never half-applied
-because a caller was killed.
+because a caller was killed. A request runs as the principal the peer's uid allows
+(``peer.principal_for``), whatever its frame claims.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import socket
-import struct
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,12 +24,14 @@ from khive.audit.trail import audit_parse_error
 from khive.context import CLI, MCP_HTTP, MCP_STDIO, PRESENTATIONS, Context
 from khive.daemon import protocol
 from khive.daemon.frames import ConnectionClosed, FrameTooLarge, encode, receive_frame
+from khive.daemon.peer import peer_credentials, principal_for
 from khive.daemon.sampling import RemoteSampler
 from khive.daemon.warm import WarmState
 from khive.dispatch import dispatch
 from khive.errors import DaemonError, DslSyntaxError
 from khive.execution import parse_request
 from khive.failure import unexpected_failure
+from khive.identity import client_label
 from khive.mcp_sampling import SAMPLE_KEY
 from khive.project.envfile import ENV_FILE, env_file
 from khive.project.locate import CONFIG_NAME
@@ -43,14 +44,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TRANSPORTS = frozenset({CLI, MCP_STDIO, MCP_HTTP})
-_PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
-
-
-def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
-    """(pid, uid, gid) of the process on the other end of a Unix socket, from the kernel."""
-    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
-    pid, uid, gid = _PEERCRED.unpack(raw)
-    return pid, uid, gid
 
 
 @dataclass
@@ -123,11 +116,11 @@ class DaemonServer:
                     await _send(stream, protocol.error("daemon_refused", f"this daemon serves uid {self.uid} only; "
                                                        f"connections from uid {uid} are refused", uid=uid))
                     return
-                await self._converse(stream, BufferedByteReceiveStream(stream))
+                await self._converse(stream, BufferedByteReceiveStream(stream), uid)
             except Exception:  # one connection's bug ends that connection, never the daemon and its other clients
                 log.exception("a connection handler failed; the connection is closed")
 
-    async def _converse(self, stream: SocketStream, frames: BufferedByteReceiveStream) -> None:
+    async def _converse(self, stream: SocketStream, frames: BufferedByteReceiveStream, peer_uid: int) -> None:
         identified = False
         while True:
             try:
@@ -161,24 +154,26 @@ class DaemonServer:
                         "daemon_refused", "send hello with this daemon's config_id before a request",
                         config_id=self.config_id))
                     return
-                await self._request(stream, frames, message)
+                await self._request(stream, frames, message, peer_uid)
             else:
                 await _send(stream, protocol.error("bad_frame", f"unknown frame type {kind!r}; expected hello, "
                                                    "request, status or stop"))
                 return
 
-    async def _request(self, stream: SocketStream, frames: BufferedByteReceiveStream, message: dict[str, Any]
-                       ) -> None:
+    async def _request(self, stream: SocketStream, frames: BufferedByteReceiveStream, message: dict[str, Any],
+                       peer_uid: int) -> None:
         problem = protocol.request_problem(message, PRESENTATIONS, TRANSPORTS)
         if problem:
             await _send(stream, protocol.error("bad_frame", problem))
             return
+        principal, user = principal_for(message["principal"], message["transport"], peer_uid)
+        client = client_label(message.get("client"))
         try:
             parsed = await parse_request(message["ops"])  # a long text parses in a worker thread
         except DslSyntaxError as exc:
             await audit_parse_error(self.runtime.audit, exc, message["ops"], request_id=message["id"],
-                                    principal=message["principal"], transport=message["transport"],
-                                    user=message["user"])
+                                    principal=principal, transport=message["transport"],
+                                    user=user or message["user"], client=client)
             await _send(stream, protocol.error(exc.code, exc.message, **exc.details))
             return
         lock = anyio.Lock()
@@ -199,9 +194,9 @@ class DaemonServer:
             await send({"type": "progress", "done": done, "total": total, "message": note})
 
         sampler = RemoteSampler(message["sampling"], send) if "sampling" in message else None
-        ctx = Context(self.runtime, message["principal"], message["transport"], presentation=message["presentation"],
-                      request_id=message["id"], progress=progress, user=message["user"],
-                      extra={SAMPLE_KEY: sampler} if sampler is not None else None)
+        ctx = Context(self.runtime, principal, message["transport"], presentation=message["presentation"],
+                      request_id=message["id"], progress=progress, user=user or message["user"],
+                      extra={SAMPLE_KEY: sampler} if sampler is not None else None, client=client)
         self.active += 1
         try:
             with anyio.CancelScope(shield=True):  # a started request finishes, even while the daemon stops

@@ -31,6 +31,7 @@ from khive.index.scanstat import stat_walk_paths
 from khive.index.store import connect, delete_item_docs, doc_rows, insert_doc
 from khive.index.watch import ChangeWatcher
 from khive.limits import DEFAULT_LIMITS, Limits, applied
+from khive.project.store import PathOutsideProject, inside
 from khive.sqlite_util import immediate
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,7 @@ class RetrievalIndex:
 
     def _roots(self) -> list[Path]:
         roots = sorted({self.project / root for source in self.sources.values() for root in source.roots})
+        roots = [root for root in roots if _stays_inside(self.project, root)]  # a root linked elsewhere is not ours
         # the watcher does not support nested roots; an outer root already covers an inner one
         return [root for root in roots if not any(root != other and root.is_relative_to(other) for other in roots)]
 
@@ -172,8 +174,13 @@ class RetrievalIndex:
         return immediate(self.db)
 
     def _reindex(self, source_name: str, relative: str, previous_sha: str | None, report: RefreshReport) -> None:
-        path = self.project / relative
         report.checked += 1
+        try:
+            path = inside(self.project, relative)  # a file linked from outside the project is never read
+        except PathOutsideProject as exc:
+            report.errors[relative] = exc.message
+            self._remove(source_name, relative, report)
+            return
         try:
             data = path.read_bytes()
             stat = path.stat()
@@ -443,3 +450,12 @@ class RetrievalIndex:
                 self._watcher.close()
                 self._watcher = None
             self.db.close()
+
+
+def _stays_inside(project: Path, root: Path) -> bool:
+    try:
+        inside(project, root)
+    except PathOutsideProject as exc:
+        log.warning("index: not indexing %s: %s", root, exc.message)
+        return False
+    return True

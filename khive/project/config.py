@@ -87,6 +87,11 @@ class ServerConfig(_Section):
     max_result_depth: int = Field(default=128, ge=8, le=10_000)
     max_parallel_ops: int = Field(default=4, ge=1, le=100,
                                   description="ops of one request that run at once (a batch queues the rest)")
+    max_http_sessions: int = Field(default=10_000, ge=1, le=1_000_000,
+                                   description="MCP sessions open at once over HTTP, all tokens together")
+    max_http_sessions_per_token: int = Field(default=100, ge=1, le=1_000_000,
+                                             description="MCP sessions one bearer token may hold open; at the cap its "
+                                                         "oldest idle session is closed for a new one")
 
 
 class IndexConfig(_Section):

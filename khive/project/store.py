@@ -3,11 +3,17 @@
 Paths are project-relative POSIX strings (``wiki/global/orders.md``). Writes are atomic (temp
 file, fsync, rename, fsync of the directory), read-modify-write runs under a per-path lock that
 holds across threads and processes, and each change can optionally become one git commit.
+
+Every path is resolved before it is read or written (ADR 0032): a symlink that stays inside the
+project is followed, one that leaves it (or lands in ``.khive/`` or ``.git/``) is refused with
+``path_outside_project``. Code that needs a real ``Path`` under the project (run directories,
+caches) gets it from ``inside``, the same check.
 """
 
 from __future__ import annotations
 
 import builtins
+import errno
 import hashlib
 import logging
 import os
@@ -18,7 +24,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from stat import S_ISREG
+from stat import S_ISLNK, S_ISREG
 
 from khive.errors import KhiveError
 from khive.project.locate import STATE_DIR
@@ -55,34 +61,125 @@ class FileStat:
     size: int
 
 
+class PathOutsideProject(KhiveError):
+    """A project path that leads, through a symlink, out of the project (or into .khive/ or .git/)."""
+
+    code = "path_outside_project"
+
+
+def inside(root: Path, path: str | Path) -> Path:
+    """The real path of ``path`` (project-relative, or absolute under ``root``), symlinks followed;
+    ``PathOutsideProject`` when it leaves ``root``, or reaches ``.khive/`` or ``.git/`` only by a link."""
+    base = os.path.realpath(root)
+    relative = os.fspath(path)
+    if os.path.isabs(relative):
+        relative = _under(relative, (os.path.abspath(root), base))
+    return _contained(base, os.path.join(base, relative))
+
+
+def _contained(base: str, target: str) -> Path:
+    """``inside`` for a ``target`` spelled under ``base``, the project root's own real path."""
+    real = _resolve_below(base, target)
+    if real != base and not real.startswith(base + os.sep):
+        raise _outside(base, target, "leads out of the project through a symlink")
+    if _managed(base, real) and not _managed(base, os.path.normpath(target)):
+        raise _outside(base, target, "leads into .khive/ or .git/ through a symlink")
+    return Path(real)
+
+
+def _resolve_below(base: str, target: str) -> str:
+    """``os.path.realpath(target)`` for a target under the real ``base``, checking only the components
+    below it (one ``lstat`` each) until a symlink turns up, which ``realpath`` then follows."""
+    if not target.startswith(base + os.sep):
+        return os.path.realpath(target)
+    parts = [part for part in target[len(base) + 1:].split(os.sep) if part not in ("", ".")]
+    if ".." in parts:
+        return os.path.realpath(target)
+    current = base
+    for index, part in enumerate(parts):
+        candidate = os.path.join(current, part)
+        try:
+            is_link = S_ISLNK(os.lstat(candidate).st_mode)
+        except (FileNotFoundError, NotADirectoryError):  # nothing further can be a link
+            return os.path.join(candidate, *parts[index + 1:])
+        if is_link:
+            return os.path.realpath(os.path.join(candidate, *parts[index + 1:]))
+        current = candidate
+    return current
+
+
+def _under(path: str, roots: tuple[str, ...]) -> str:
+    """``path`` relative to whichever spelling of the project root it starts with."""
+    lexical = os.path.normpath(path)
+    for root in roots:
+        if lexical == root or lexical.startswith(root + os.sep):
+            return os.path.relpath(lexical, root)
+    raise PathOutsideProject(f"{path!r} is not inside the project ({roots[-1]}); khive reads and writes only "
+                             "inside the project", details={"path": path})
+
+
+def _managed(base: str, path: str) -> bool:
+    """Inside ``.khive/`` or a ``.git/`` directory: khive's state and git's, never a page."""
+    if not path.startswith(base + os.sep):
+        return False
+    parts = path[len(base) + 1:].split(os.sep)
+    return parts[0] == STATE_DIR or ".git" in parts
+
+
+def _outside(base: str, target: str, why: str) -> PathOutsideProject:
+    """Name the project path and the link that leaves, never where the link points."""
+    shown = os.path.relpath(target, base) if target.startswith(base + os.sep) else target
+    link = _first_link(base, target)
+    via = f" ({link} is a symlink)" if link and link != shown else ""
+    fix = "replace the symlink with the file itself, or a symlink to a place inside the project"
+    return PathOutsideProject(f"{shown!r} {why}{via}; khive reads and writes only inside the project; fix: {fix}",
+                              details={"path": shown, "symlink": link or shown, "fix": fix})
+
+
+def _first_link(base: str, target: str) -> str | None:
+    """The first component of ``target`` below ``base`` that is a symlink, project-relative."""
+    if not target.startswith(base + os.sep):
+        return None
+    current = base
+    for part in PurePosixPath(target[len(base) + 1:]).parts:
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            return os.path.relpath(current, base)
+    return None
+
+
 class FileStore:
     def __init__(self, root: Path, *, git_commit: bool = False) -> None:
         self.root = root.resolve()
+        self._base = str(self.root)  # already real: containment checks resolve only the path below it
         self.git_commit = git_commit
         self._git_exe = shutil.which("git") if git_commit else None
         self._in_work_tree: bool | None = None  # probed once, on the first commit
 
     # -- reading (no locks: os.replace makes every read see a whole file) --
 
+    def real(self, path: str) -> Path:
+        """The real path of a project-relative path: ``invalid_path`` or ``path_outside_project`` if it
+        is not one the store may touch."""
+        return _contained(self._base, os.path.join(self._base, clean_path(path)))
+
     def read_bytes(self, path: str) -> bytes | None:
-        clean = clean_path(path)
-        try:
-            return (self.root / clean).read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except IsADirectoryError:
-            raise _path_error(path, "is a directory, not a file") from None
+        return self._read_real(path, self.real(path))
 
     def read_text(self, path: str) -> str | None:
         data = self.read_bytes(path)
         return None if data is None else _decoded(path, data)
 
     def exists(self, path: str) -> bool:
-        return (self.root / clean_path(path)).is_file()
+        """A file inside the project; a path that leaves it is not there (and is never looked at)."""
+        try:
+            return self.real(path).is_file()
+        except PathOutsideProject:
+            return False
 
     def stat(self, path: str) -> FileStat | None:
         try:
-            st = (self.root / clean_path(path)).stat()
+            st = self.real(path).stat()
         except (FileNotFoundError, NotADirectoryError):
             return None
         return FileStat(mtime_ns=st.st_mtime_ns, size=st.st_size) if S_ISREG(st.st_mode) else None
@@ -102,9 +199,10 @@ class FileStore:
         the new text, or None to delete. ``fn`` must not write the same path through the store."""
         clean = clean_path(path)
         identity = parse_author(author)
-        target = self.root / clean
-        with exclusive(self._lock_file(clean)):
-            old = self.read_bytes(clean)
+        target = self.real(clean)  # a symlink inside the project is written through, never replaced
+        real = target.relative_to(self.root).as_posix()  # one lock and one commit per file, whatever its alias
+        with exclusive(self._lock_file(real)):
+            old = self._read_real(clean, target)
             new_text = fn(None if old is None else _decoded(clean, old))
             new = None if new_text is None else new_text.encode("utf-8")
             if new == old:
@@ -118,28 +216,70 @@ class FileStore:
             if self.git_commit:
                 # Still under the path lock, so the commit records exactly this content and author.
                 verb = "delete" if new is None else "write"
-                commit, error = self._commit(clean, identity, message or f"khive: {verb} {clean}")
+                commit, error = self._commit(real, identity, message or f"khive: {verb} {clean}")
         return WriteResult(clean, _sha256(new), len(new or b""), changed=True, commit=commit, commit_error=error)
+
+    @staticmethod
+    def _read_real(path: str, target: Path) -> bytes | None:
+        try:
+            return target.read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except IsADirectoryError:
+            raise _path_error(path, "is a directory, not a file") from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _path_error(path, "is a loop of symlinks") from None
+            raise
 
     # -- listing --
 
     def list(self, prefix: str = "", suffix: str | None = None) -> builtins.list[str]:
         """Files whose project-relative path starts with ``prefix`` (a plain string prefix:
-        ``wiki/glo`` matches ``wiki/global/a.md``), sorted; state and temp files are left out."""
+        ``wiki/glo`` matches ``wiki/global/a.md``), sorted; state and temp files are left out, and so
+        is anything a symlink leads out of the project (logged: a listing is not refused for it)."""
         start = ""
         if prefix:
             start = clean_path(prefix) + ("/" if prefix.endswith("/") else "")
         top = self.root / start.rpartition("/")[0]
+        try:
+            inside(self.root, top)
+        except PathOutsideProject as exc:
+            logger.warning("khive: not listing %s: %s", start or ".", exc.message)
+            return []
         found: builtins.list[str] = []
-        for dirpath, dirnames, filenames in os.walk(top):
-            here = Path(dirpath).relative_to(self.root).as_posix()
-            dirnames[:] = [d for d in dirnames if d != ".git" and not (here == "." and d == STATE_DIR)]
-            for name in filenames:
-                relative = name if here == "." else f"{here}/{name}"
-                if (relative.startswith(start) and not _TEMP_RE.match(name)
-                        and (suffix is None or relative.endswith(suffix))):
-                    found.append(relative)
+        stack = [str(top)]
+        while stack:  # scandir: the entry types come with the listing, no stat per file
+            directory = stack.pop()
+            here = os.path.relpath(directory, self._base).replace(os.sep, "/")
+            try:
+                entries = os.scandir(directory)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            with entries:
+                for entry in entries:
+                    name = entry.name
+                    relative = name if here == "." else f"{here}/{name}"
+                    if entry.is_dir(follow_symlinks=False):
+                        if name != ".git" and not (here == "." and name == STATE_DIR):
+                            stack.append(entry.path)
+                    elif (relative.startswith(start) and not _TEMP_RE.match(name)
+                          and (suffix is None or relative.endswith(suffix)) and self._listable(entry)):
+                        found.append(relative)
         return sorted(found)
+
+    def _listable(self, entry: os.DirEntry[str]) -> bool:
+        """Not a folder (symlinked folders are not descended), and not a link that leaves the project."""
+        if not entry.is_symlink():
+            return True
+        if entry.is_dir():
+            return False
+        try:
+            self.real(os.path.relpath(entry.path, self._base).replace(os.sep, "/"))
+        except KhiveError as exc:  # a link out of the project, or a name the store would refuse
+            logger.warning("khive: not listing %s", exc.message)
+            return False
+        return True
 
     # -- internals --
 

@@ -22,6 +22,7 @@ import orjson
 
 from khive.index.documents import owns_relative
 from khive.index.scanstat import stat_walk_paths
+from khive.project.store import PathOutsideProject, inside
 from packs.discover.refs import discover_kind
 
 SUITE = "bench/retrieval-suite.json"
@@ -101,7 +102,11 @@ def connectivity(index: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def benchmark(project: Path, search: Search) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    path = project / SUITE
+    try:
+        path = inside(project, SUITE)
+    except PathOutsideProject as exc:
+        return ({"status": "invalid", "suite": SUITE, "hitAt3": None, "cases": 0},
+                [finding("high", "benchmark_invalid", "the retrieval suite cannot be read", exc.message, SUITE)])
     if not path.is_file():
         return ({"status": "not-analyzed", "suite": SUITE, "hitAt3": None, "cases": 0},
                 [finding("medium", "benchmark_not_analyzed", "retrieval is not benchmarked",

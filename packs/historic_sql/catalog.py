@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from khive.project.store import inside
 from khive.project.yamldoc import safe_yaml
 
 LIVE = "live-database"
@@ -131,15 +132,16 @@ Row = tuple[str | None, str, str, list[str]]
 
 
 def _read_run(project: Path, connection: str) -> list[Row] | None:
-    root = project / "raw-sources" / connection / LIVE
+    root = inside(project, Path("raw-sources", connection, LIVE))  # a symlink leading elsewhere is refused
     runs = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
     if not runs:
         return None
     latest = runs[-1]
     if (latest / "tables.json").is_file():  # one file per run (scan ADR 0021)
-        artifacts = orjson.loads((latest / "tables.json").read_bytes()).get("tables", [])
+        artifacts = orjson.loads(inside(project, latest / "tables.json").read_bytes()).get("tables", [])
     elif (latest / "tables").is_dir():  # runs written before ADR 0021: one file per table
-        artifacts = [orjson.loads(path.read_bytes()) for path in sorted((latest / "tables").glob("*.json"))]
+        artifacts = [orjson.loads(inside(project, path).read_bytes())
+                     for path in sorted((latest / "tables").glob("*.json"))]
     else:
         return None
     return [(data.get("catalog"), data["db"], data["name"], [c["name"] for c in data.get("columns", [])])
@@ -147,11 +149,11 @@ def _read_run(project: Path, connection: str) -> list[Row] | None:
 
 
 def _read_shards(project: Path, connection: str) -> list[Row]:
-    folder = project / "_schema" / connection
+    folder = inside(project, Path("_schema", connection))
     rows: list[Row] = []
     yaml = safe_yaml()
     for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
-        data = yaml.load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.load(inside(project, path).read_text(encoding="utf-8")) or {}
         for name, entry in (data.get("tables") or {}).items():
             if not isinstance(entry, dict) or entry.get("droppedInSync"):
                 continue

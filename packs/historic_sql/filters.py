@@ -26,7 +26,9 @@ Orchestrators are recognised by the conventions their queries carry (``orchestra
     redash    ``/* Username: ..., Query ID: ..., Queue: ... */``
     hex       ``-- Hex query metadata: {...}``
     tableau   the ``"Custom SQL Query"`` alias and ``#Tableau_*`` temporary tables
-    khive     ``/* khive:scan */``: khive's own sampling queries (excluded by default)
+    khive     ``/* khive:scan */``, ``/* khive:query */``, ``/* khive:probe */``: khive's own sampling,
+              what agents ran through sql.execute and sl.query, and the history probes (excluded by
+              default: agents' traffic is not "what analysts run"; ADR 0032)
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ ORCHESTRATORS: dict[str, re.Pattern[str]] = {
     "redash": re.compile(r"/\*\s*Username:[^*]*?Query ID:", re.I),
     "hex": re.compile(r"--\s*Hex query metadata", re.I),
     "tableau": re.compile(r"\"Custom SQL Query\"|#Tableau_\w+", re.I),
-    "khive": re.compile(r"/\*\s*khive:scan\s*\*/"),  # khive's own sampling (khive.connections SCAN_SQL_MARK)
+    # khive's own sampling, agents' queries and probes (khive.connections.types *_SQL_MARK)
+    "khive": re.compile(r"/\*\s*khive:(?:scan|query|probe)\s*\*/"),
 }
 _SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "pg_toast", "performance_schema", "account_usage",
                              "organization_usage", "reader_account_usage", "data_sharing_usage"})
@@ -63,7 +66,7 @@ _SYSTEM_NAME_RE = re.compile(r"(?:pg_|sqlite_|duckdb_)")
 _ANY_ORCHESTRATOR = re.compile("|".join(f"(?:{pattern.pattern})" for pattern in ORCHESTRATORS.values()), re.I)
 # ... and before it, substrings every marker contains: a substring test is ~50x cheaper than that regex
 _HINTS = ("dbt", "looker", "lr$", "lc$", "metabase", "query id:", "hex query metadata", "custom sql query",
-          "#tableau_", "khive:scan")
+          "#tableau_", "khive:")
 
 
 def orchestrator_markers(sql: str) -> set[str]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from khive.connections.config import ConnectionConfig
 from khive.errors import ConfigError
+from khive.project.store import inside
 from khive.runtime import Runtime
 from packs.historic_sql.config import HistoricSqlConfig
 from packs.historic_sql.prime import Primer
@@ -32,7 +33,8 @@ def query_log(runtime: Runtime, name: str, settings: HistoricSqlConfig) -> Path 
     if settings.queryLog is None:
         return None
     path = Path(settings.queryLog)
-    return path if path.is_absolute() else runtime.project / path
+    # An absolute path is the operator's explicit choice in khive.yaml; a project path must stay in the project.
+    return path if path.is_absolute() else inside(runtime.project, path)
 
 
 def read_history(runtime: Runtime, name: str, settings: HistoricSqlConfig, *, primer: Primer | None = None

@@ -26,16 +26,16 @@ from packs.historic_sql.config import HistoricSqlConfig
 from packs.historic_sql.evidence import WorkUnit
 from packs.historic_sql.projection import sl_sources_by_table
 from packs.historic_sql.schemas import InvalidOutput, PatternsOutput, UsageOutput, output_schema, parse_output
-from packs.historic_sql.stage import PATTERNS, table_file
+from packs.historic_sql.stage import PATTERNS, read_run_file, table_file
 
 
 def unit_inputs(ctx: Context, unit: WorkUnit, run: Path, catalog: Catalog) -> dict[str, Any]:
     """What a provider reads for ``unit``: the staged input, the scan's columns, the SL sources."""
     if unit.kind == "usage":
-        content = orjson.loads((run / table_file(unit.target)).read_bytes())
+        content = orjson.loads(read_run_file(ctx.runtime.project, run, table_file(unit.target)))
         table = catalog.tables.get(unit.target)
         return digest.usage_input(content, table.columns if table is not None else ())
-    doc = orjson.loads((run / PATTERNS).read_bytes())
+    doc = orjson.loads(read_run_file(ctx.runtime.project, run, PATTERNS))
     tables = {t for s in doc.get("tableSets", []) for t in s["tables"]}
     return digest.patterns_input(doc, sl_sources_by_table(ctx.runtime.files, unit.connection, tables))
 
@@ -72,7 +72,7 @@ async def digest_units(ctx: Context, connection: str, run: Path, units: list[Wor
         inputs = await ctx.run_blocking(unit_inputs, ctx, unit, run, catalog)
         output: UsageOutput | PatternsOutput | None = None
         used = "deterministic"
-        if sampling:
+        if sampling and sampler is not None:
             async with limiter:
                 text = await sampler(unit.id, system=digest.SYSTEM_PROMPT, prompt=digest.prompt(unit.kind, inputs))
             if text is None:

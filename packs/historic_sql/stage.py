@@ -24,6 +24,7 @@ import orjson
 
 from khive.project import runs
 from khive.project.runs import completed_runs, json_bytes
+from khive.project.store import inside
 from packs.historic_sql.bucketize import Bucketed
 from packs.historic_sql.models import AggregatedTemplate, ProbeFinding
 from packs.historic_sql.parse import BatchResult
@@ -52,7 +53,13 @@ def table_file(key: str) -> str:
 
 
 def runs_dir(project: Path, connection: str) -> Path:
-    return project / "raw-sources" / connection / SOURCE
+    """The connection's history runs, resolved: path_outside_project when a symlink leads them elsewhere."""
+    return inside(project, Path("raw-sources", connection, SOURCE))
+
+
+def read_run_file(project: Path, run: Path, relative: str) -> bytes:
+    """A staged file of one run, never through a symlink that leaves the project."""
+    return inside(project, run / relative).read_bytes()
 
 
 def sync_ids(project: Path, connection: str) -> list[str]:
@@ -61,7 +68,7 @@ def sync_ids(project: Path, connection: str) -> list[str]:
 
 
 def read_manifest(project: Path, connection: str, sync_id: str) -> dict[str, Any]:
-    data: dict[str, Any] = orjson.loads((runs_dir(project, connection) / sync_id / MANIFEST).read_bytes())
+    data: dict[str, Any] = orjson.loads(read_run_file(project, runs_dir(project, connection) / sync_id, MANIFEST))
     return data
 
 

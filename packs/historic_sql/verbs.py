@@ -15,7 +15,7 @@ from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.config import HistoricSqlConfig
 from packs.historic_sql.providers import describe, digest_units
 from packs.historic_sql.schemas import PatternsOutput, UsageOutput, parse_output
-from packs.historic_sql.stage import runs_dir, sync_ids
+from packs.historic_sql.stage import read_run_file, runs_dir, sync_ids
 
 
 class IngestParams(Params):
@@ -138,7 +138,7 @@ def usage(params: UsageParams, ctx: Context) -> dict[str, Any]:
     key = _table_key(params.table, tables)
     stored = evidence.read_usage(ctx.runtime.files, params.connection, key)
     run = runs_dir(ctx.runtime.project, params.connection) / manifest["syncId"]
-    staged = orjson.loads((run / manifest["tableFiles"][key]).read_bytes())
+    staged = orjson.loads(read_run_file(ctx.runtime.project, run, manifest["tableFiles"][key]))
     current = stored is not None and stored.get("contentHash") == tables[key]
     return {"connectionId": params.connection, "syncId": manifest["syncId"], "table": key,
             "usage": stored["output"] if stored else None, "provider": stored["provider"] if stored else None,
@@ -219,7 +219,15 @@ def _postgres_probe(ctx: Context, name: str, settings: HistoricSqlConfig) -> lis
     except psycopg.Error as exc:
         return [{"severity": "error", "code": "connection_failed", "message": " ".join(str(exc).split()),
                  "fix": "check the connection string and that the server accepts this role"}]
-    return [f.model_dump(mode="json") for f in found]
+    findings = [f.model_dump(mode="json") for f in found]
+    if settings.url is None and not {f["code"] for f in findings} & {"insufficient_privilege", "extension_unavailable"}:
+        findings.append({"severity": "warning", "code": "shared_role",
+                         "message": f"connection {name!r} reads history with the role agents' SQL runs as, and that "
+                                    "role can read every role's statements (passwords in DDL included)",
+                         "fix": f"give the history reader its own role: connections.{name}.historicSql.url: "
+                                "env:<VAR> (GRANT pg_read_all_stats TO it), and keep url's role to SELECT on the "
+                                "analytics schemas"})
+    return findings
 
 
 def _unit_key(params: SubmitParams) -> list[str]:

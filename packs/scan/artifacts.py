@@ -15,6 +15,7 @@ import orjson
 
 from khive.connections.catalog import Table
 from khive.project.runs import completed_runs, json_bytes, staged_run
+from khive.project.store import inside
 
 LIVE = "live-database"
 TABLES_FILE = "tables.json"
@@ -22,7 +23,8 @@ REPORT_FILE = "scan-report.json"
 
 
 def runs_dir(project: Path, connection: str) -> Path:
-    return project / "raw-sources" / connection / LIVE
+    """The connection's run directory, resolved: path_outside_project when a symlink leads it elsewhere."""
+    return inside(project, Path("raw-sources", connection, LIVE))
 
 
 def sync_ids(project: Path, connection: str) -> list[str]:
@@ -44,17 +46,17 @@ def tables_bytes(tables: list[dict[str, Any]]) -> bytes:
     return json_bytes({"tables": sorted(tables, key=lambda t: (t["db"], t["name"]))})
 
 
-def read_json(path: Path) -> Any:
-    return orjson.loads(path.read_bytes())
+def read_json(project: Path, path: Path) -> Any:
+    return orjson.loads(inside(project, path).read_bytes())
 
 
 def read_run_tables(project: Path, connection: str, sync_id: str) -> dict[str, dict[str, Any]]:
     """Table artifacts of one run keyed by ``db.name``."""
     run = runs_dir(project, connection) / sync_id
     try:
-        listed = read_json(run / TABLES_FILE)["tables"]
+        listed = read_json(project, run / TABLES_FILE)["tables"]
     except FileNotFoundError:  # a run from before ADR 0021: one file per table
-        listed = [read_json(path) for path in sorted((run / "tables").glob("*.json"))]
+        listed = [read_json(project, path) for path in sorted((run / "tables").glob("*.json"))]
     return {f"{data['db']}.{data['name']}": data for data in listed}
 
 
@@ -74,7 +76,7 @@ def cached_run_tables(runtime: Any, connection: str, sync_id: str) -> dict[str, 
 
 
 def read_report(project: Path, connection: str, sync_id: str) -> dict[str, Any]:
-    data: dict[str, Any] = read_json(runs_dir(project, connection) / sync_id / REPORT_FILE)
+    data: dict[str, Any] = read_json(project, runs_dir(project, connection) / sync_id / REPORT_FILE)
     return data
 
 

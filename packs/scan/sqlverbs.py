@@ -26,7 +26,7 @@ async def execute(params: ExecuteParams, ctx: Context) -> dict[str, Any]:
     """Run one read-only statement (SELECT / WITH / VALUES / EXPLAIN); rows limited, values as docs/values.md says."""
     # async: the database wait is awaited (run_read_only parses and runs in worker threads; ADR 0027)
     ran = await run_read_only(ctx.runtime, params.connection, params.sql, limit=params.limit,
-                              timeout_s=params.timeout_s)
+                              timeout_s=params.timeout_s, wire=ctx.on_wire)
     result, wrapped, decision = ran.result, ran.sql, ran.decision
     return {"connectionId": params.connection, "columns": result.columns, "rows": result.rows,
             "rowCount": result.row_count, "truncated": result.truncated, "elapsedMs": result.elapsed_ms,
@@ -41,7 +41,7 @@ class ValidateParams(Params):
 
 def validate(params: ValidateParams, ctx: Context) -> dict[str, Any]:
     """Check whether sql.execute would accept a statement, and why not."""
-    return asdict(check_sql(params.sql, params.dialect))
+    return asdict(check_sql(params.sql, params.dialect, wire=ctx.on_wire))
 
 
 SQL_VERBS = (

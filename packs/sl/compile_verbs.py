@@ -112,7 +112,7 @@ async def sl_query(params: QueryParams, ctx: Context) -> dict[str, Any]:
     """Compile measures by dimensions and run the SQL read-only; returns columns, rows, truncated and the SQL."""
     compiled, problems, _ = await ctx.run_blocking(_compile, params, ctx)
     ran = await run_read_only(ctx.runtime, params.connection, compiled.sql, limit=params.max_rows,
-                              timeout_s=params.timeout_s)
+                              timeout_s=params.timeout_s, wire=ctx.on_wire)
     result, shaped = ran.result, _shaped(params, compiled, problems)
     shaped["notes"] += [note for note in (ran.timeout.note, *result.notes) if note]
     return {**shaped, "columns": result.columns, "rows": result.rows, "rowCount": result.row_count,

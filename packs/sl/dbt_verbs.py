@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import Field
 
 from khive.context import Context
-from khive.project.store import FileStore
+from khive.project.store import FileStore, inside
 from khive.verbs import Params, Verb, Visibility
 from packs.sl.dbt_map import Mapped, map_project
 from packs.sl.dbt_merge import SourceFileError, merge_text, render, same_table
@@ -45,6 +45,8 @@ def import_dbt(params: ImportParams, ctx: Context) -> dict[str, Any]:
     root = Path(params.path)
     if not root.is_absolute():
         root = runtime.project / root
+    if ctx.on_wire:  # an explicit path is the operator's; over MCP a path must stay in the project
+        root = inside(runtime.project, root)
     result = run_import(runtime.files, root, connection=params.connection, schema=params.schema_,
                         dry_run=params.dry_run, overwrite=params.overwrite, author=ctx.principal,
                         dialect=runtime.connection(params.connection).driver)

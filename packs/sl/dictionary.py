@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
 
+from khive.project.store import inside
 from khive.project.yamldoc import safe_yaml
 from khive.runtime import Runtime
 from packs.sl.index import DIMENSION_KIND, indexed_sources
@@ -44,7 +46,7 @@ class Profile:
 
 
 def latest_sync(runtime: Runtime, connection: str) -> str | None:
-    root = runtime.project / "raw-sources" / connection / LIVE
+    root = inside(runtime.project, Path("raw-sources", connection, LIVE))  # refused if a symlink leads elsewhere
     if not root.is_dir():
         return None
     runs = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))

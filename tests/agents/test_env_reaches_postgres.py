@@ -52,15 +52,29 @@ def depot(tmp_path: Path, pg_database: str) -> Path:
     return project
 
 
+@pytest.fixture
+def agent_url(postgres_dsn: str, pg_database: str, depot: Path) -> Iterator[str]:
+    """The role agents' SQL runs as: SELECT on the depot's schema, nothing more (README: Security model)."""
+    role = f"khive_agent_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA fleet TO {}").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA fleet TO {}").format(sql.Identifier(role)))
+    yield make_conninfo(pg_database, user=role)
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
 def answers(envelopes: list[dict[str, object]]) -> list[list[object]]:
     return [envelope["results"][0]["result"]["rows"] for envelope in envelopes]  # type: ignore[index]
 
 
-def test_khive_mcp_started_as_mcp_json_says_reaches_postgres(depot: Path, pg_database: str, tmp_path: Path) -> None:
+def test_khive_mcp_started_as_mcp_json_says_reaches_postgres(depot: Path, agent_url: str, tmp_path: Path) -> None:
     entry = mcp_entry(depot)
     assert entry["env"]["FLEET_URL"] == "${FLEET_URL}"  # a reference: the secret stays out of the file
     # Claude Code expands ${FLEET_URL} from its own environment; the server gets the SDK's minimal one plus env.
-    params = launch_params(entry, {"FLEET_URL": pg_database}, cwd=tmp_path)
+    params = launch_params(entry, {"FLEET_URL": agent_url}, cwd=tmp_path)
     _, envelopes = run_requests(params, QUERIES, tmp_path / "server.log")
     for envelope in envelopes:
         assert envelope["status"] == "success", failures(envelope)
@@ -68,7 +82,7 @@ def test_khive_mcp_started_as_mcp_json_says_reaches_postgres(depot: Path, pg_dat
 
 
 def test_a_client_that_cannot_expand_gets_the_variables_from_the_env_file(
-        depot: Path, pg_database: str, tmp_path: Path) -> None:
+        depot: Path, agent_url: str, tmp_path: Path) -> None:
     entry = mcp_entry(depot)
     unexpanded = launch_params(entry, {}, cwd=tmp_path)  # the client passes "${FLEET_URL}" as it is
     _, (refused,) = run_requests(unexpanded, QUERIES[:1], tmp_path / "refused.log")
@@ -76,7 +90,7 @@ def test_a_client_that_cannot_expand_gets_the_variables_from_the_env_file(
     assert error["code"] == "config_error" and "'${FLEET_URL}' unexpanded" in error["message"]
     assert ".khive/env" in error["details"]["fix"]
 
-    ok(khive("setup-agents", "--env-file", cwd=depot, env={"FLEET_URL": pg_database}))
+    ok(khive("setup-agents", "--env-file", cwd=depot, env={"FLEET_URL": agent_url}))
     _, envelopes = run_requests(unexpanded, QUERIES, tmp_path / "server.log")
     assert [envelope["status"] for envelope in envelopes] == ["success", "success"], [failures(e) for e in envelopes]
     assert answers(envelopes) == [[["bus", 10], ["tram", 10], ["van", 10]]] * 2

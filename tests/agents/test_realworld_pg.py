@@ -75,3 +75,42 @@ def test_agent_sql_as_the_agent_role_and_history_as_the_history_role(
         if "budget_tokens=" in text:
             assert all(report["fits"] for report in budget_reports(envelope)), text
     assert envelopes[0]["results"][0]["result"]["rows"][0][0] == "khive_agent"  # the agent's role, not history's
+
+
+@pytest.fixture(scope="module")
+def leaky_warehouse() -> Iterator[tuple[dict[str, str], list[str]]]:
+    """A realworld-pg cluster with pg_stat_statements in ``public`` and other roles' fake secrets in it."""
+    if not TOOL.is_file():
+        pytest.skip(f"{TOOL} is not here")
+    directory = Path(tempfile.mkdtemp(prefix="rw-", dir="/tmp"))
+    up = subprocess.run(["bash", str(TOOL), "up", str(directory), "--with-secrets", "--pgss-in-public"],
+                        capture_output=True, text=True, timeout=300)
+    try:
+        assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-2000:]
+        text = (directory / "env.sh").read_text(encoding="utf-8")
+        secrets = [line for line in (directory / "secrets.txt").read_text().splitlines() if line.strip()]
+        yield {name: shlex.split(value)[0] for name, value in re.findall(r"^export (\w+)=(.*)$", text, re.M)}, secrets
+    finally:
+        subprocess.run(["bash", str(TOOL), "down", str(directory)], capture_output=True, timeout=120)
+
+
+def test_agents_cannot_read_other_roles_statements(leaky_warehouse: tuple[dict[str, str], list[str]],
+                                                   tmp_path: Path) -> None:
+    warehouse, secrets = leaky_warehouse
+    assert secrets
+    shell = {name: warehouse[name] for name in ("NORTHWIND_URL", "NORTHWIND_HISTORY_URL")}
+    project = tmp_path / "northwind"
+    init_project(project, "analyst")
+    (project / "khive.yaml").write_text(CONFIG, encoding="utf-8")
+    ok(khive("setup-agents", cwd=project, env=shell))
+    peek = ["SELECT query FROM public.pg_stat_statements", "SELECT query FROM pg_stat_activity",
+            "SELECT name, setting FROM pg_settings"]
+    texts = [f'sql.execute(connection="northwind", sql="{query}")' for query in peek]
+    _, envelopes = run_requests(launch_params(mcp_entry(project), shell, cwd=tmp_path), texts, tmp_path / "s.log")
+    for envelope in envelopes:  # over MCP: refused by name
+        error = envelope["results"][0]["error"]
+        assert (error["code"], error["details"]["gate_code"]) == ("sql_refused", "server_state"), error
+    # The operator's CLI may ask, but the agent's role (no pg_read_all_stats) sees no one else's text.
+    answer = ok(khive("request", texts[0], cwd=project, env=shell)).stdout
+    assert "insufficient privilege" in answer
+    assert [secret for secret in secrets if secret in answer + str(envelopes)] == []

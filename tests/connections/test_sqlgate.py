@@ -31,7 +31,7 @@ def allowed(id: str, dialect: str, sql: str) -> object:
 
 
 def check(sql: str, dialect: str) -> GateDecision:
-    return check_sql(sql, dialect, timeout_s=TIMEOUT_S)
+    return check_sql(sql, dialect, wire=True, timeout_s=TIMEOUT_S)
 
 
 # --- refused ---------------------------------------------------------------------------------------
@@ -345,6 +345,81 @@ def test_the_allowed_list_is_long_enough() -> None:
     assert len(ALLOWED) >= 30
 
 
+# --- over MCP: server state and user overloads of built-ins (ADR 0032) ---------------------------------
+
+SERVER_STATE = [
+    ("pg-stat-statements", "postgres", "SELECT query, calls FROM pg_stat_statements ORDER BY calls DESC",
+     "pg_stat_statements"),
+    ("pg-stat-statements-public", "postgres", "SELECT query FROM public.pg_stat_statements",
+     "public.pg_stat_statements"),
+    ("pg-stat-statements-function", "postgres", "SELECT query FROM pg_stat_statements(true)", "pg_stat_statements()"),
+    ("pg-stat-activity", "postgres", "SELECT usename, query FROM pg_catalog.pg_stat_activity",
+     "pg_catalog.pg_stat_activity"),
+    ("pg-stat-activity-subquery", "postgres",
+     "SELECT o.id FROM orders o WHERE EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.query LIKE '%o%')",
+     "pg_stat_activity"),
+    ("pg-stat-activity-cte-shadow", "postgres",
+     "SELECT * FROM pg_stat_activity, (WITH pg_stat_activity AS (SELECT 1 AS x) SELECT * FROM pg_stat_activity) s",
+     "pg_stat_activity"),
+    ("pg-stat-user-tables", "postgres", "SELECT relname, n_live_tup FROM pg_stat_user_tables", "pg_stat_user_tables"),
+    ("pg-statio", "postgres", "SELECT * FROM pg_statio_user_tables", "pg_statio_user_tables"),
+    ("pg-locks", "postgres", "SELECT l.pid, l.mode FROM pg_locks l", "pg_locks"),
+    ("pg-locks-table", "postgres", "TABLE pg_locks", "pg_locks"),
+    ("pg-prepared-xacts", "postgres", "SELECT gid FROM pg_prepared_xacts", "pg_prepared_xacts"),
+    ("pg-settings", "postgres", "SELECT name, setting FROM pg_settings", "pg_settings"),
+    ("pg-file-settings", "postgres", "SELECT * FROM pg_file_settings", "pg_file_settings"),
+    ("pg-db-role-setting", "postgres", "SELECT setconfig FROM pg_db_role_setting", "pg_db_role_setting"),
+    ("pg-user-mappings", "postgres", "SELECT umoptions FROM pg_user_mappings", "pg_user_mappings"),
+    ("pg-get-activity", "postgres", "SELECT * FROM ROWS FROM (pg_stat_get_activity(NULL)) AS a",
+     "pg_stat_get_activity()"),
+    ("current-setting", "postgres", "SELECT current_setting('app.jwt_secret')", "current_setting()"),
+    ("duckdb-settings", "duckdb", "SELECT name, value FROM duckdb_settings()", "duckdb_settings()"),
+    ("duckdb-databases", "duckdb", "SELECT path FROM duckdb_databases()", "duckdb_databases()"),
+    ("bigquery-jobs", "bigquery", "SELECT query FROM `region-us`.INFORMATION_SCHEMA.JOBS_BY_PROJECT",
+     "jobs_by_project"),
+    ("snowflake-account-usage", "snowflake", "SELECT query_text FROM snowflake.account_usage.query_history",
+     "query_history"),
+    ("snowflake-history-function", "snowflake",
+     "SELECT query_text FROM TABLE(information_schema.query_history())", "query_history()"),
+]
+
+
+@pytest.mark.parametrize(("dialect", "sql", "named"), [pytest.param(*case[1:], id=case[0]) for case in SERVER_STATE])
+def test_server_state_is_refused_over_mcp_and_allowed_to_the_operator(dialect: str, sql: str, named: str) -> None:
+    over_mcp = check_sql(sql, dialect, wire=True, timeout_s=TIMEOUT_S)
+    assert (over_mcp.allowed, over_mcp.code) == (False, "server_state"), over_mcp.reason
+    assert named in over_mcp.reason.lower() and "over MCP" in over_mcp.reason
+    operator = check_sql(sql, dialect, wire=False, timeout_s=TIMEOUT_S, allow_functions=["current_setting",
+                                                                                          "pg_stat_*",
+                                                                                          "duckdb_*"])
+    assert operator.code != "server_state", operator.reason
+
+
+def test_allow_functions_does_not_lift_server_state_over_mcp() -> None:
+    decision = check_sql("SELECT * FROM duckdb_settings()", "duckdb", wire=True, allow_functions=["duckdb_settings"])
+    assert decision.code == "server_state"
+
+
+@pytest.mark.parametrize(("dialect", "sql"), [
+    pytest.param("bigquery", "SELECT user_id, COUNT(*) FROM analytics.sessions GROUP BY user_id", id="bq-sessions"),
+    pytest.param("snowflake", "SELECT job_id, status FROM ops.jobs WHERE status = 'failed'", id="sf-jobs"),
+    pytest.param("postgres", "SELECT s.started_at, s.pages FROM web.sessions s", id="pg-sessions"),
+    pytest.param("postgres", "SELECT count(*) FROM orders WHERE status = 'locked'", id="pg-word-locks"),
+])
+def test_tables_with_common_names_are_not_server_state(dialect: str, sql: str) -> None:
+    assert check_sql(sql, dialect, wire=True, timeout_s=TIMEOUT_S).allowed
+
+
+def test_a_bare_call_a_user_overload_could_catch_is_refused_over_mcp() -> None:
+    shadowed = {"md5": ("public",)}
+    refused = check_sql("SELECT md5(1)", "postgres", wire=True, shadowed=shadowed)
+    assert refused.code == "forbidden_function"
+    assert "public.md5" in refused.reason and "pg_catalog.md5(" in refused.reason
+    assert check_sql("SELECT pg_catalog.md5('a')", "postgres", wire=True, shadowed=shadowed).allowed
+    assert check_sql("SELECT lower(name) FROM t", "postgres", wire=True, shadowed=shadowed).allowed
+    assert check_sql("SELECT md5(1)", "postgres", wire=False, shadowed=shadowed).allowed  # the operator's choice
+
+
 # --- policy: allow and deny lists, pg_sleep, what a decision reports -----------------------------------
 
 def test_a_decision_reports_kind_functions_and_tables() -> None:
@@ -357,25 +432,29 @@ def test_a_decision_reports_kind_functions_and_tables() -> None:
 
 def test_allow_functions_admits_an_unknown_function() -> None:
     assert check("SELECT ops.mask_email(email) FROM users", "postgres").code == "forbidden_function"
-    decision = check_sql("SELECT ops.mask_email(email) FROM users", "postgres", allow_functions=["ops.mask_email"])
+    decision = check_sql("SELECT ops.mask_email(email) FROM users", "postgres", wire=True,
+                         allow_functions=["ops.mask_email"])
     assert decision.allowed, decision.reason
-    assert check_sql("SELECT ops.mask_email(email) FROM users", "postgres", allow_functions=["ops.*"]).allowed
+    assert check_sql("SELECT ops.mask_email(email) FROM users", "postgres", wire=True,
+                     allow_functions=["ops.*"]).allowed
 
 
 def test_deny_functions_wins_over_allow_and_over_typed_functions() -> None:
-    both = check_sql("SELECT mask(x) FROM t", "postgres", allow_functions=["mask"], deny_functions=["mask"])
+    both = check_sql("SELECT mask(x) FROM t", "postgres", wire=True, allow_functions=["mask"],
+                     deny_functions=["mask"])
     assert (both.allowed, both.code) == (False, "forbidden_function")
     assert "deny_functions" in both.reason
     # sqlglot types DATE_TRUNC as TIMESTAMP_TRUNC; the dialect's spelling is denied all the same
-    typed = check_sql("SELECT date_trunc('day', ts) FROM t", "postgres", deny_functions=["DATE_TRUNC"])
+    typed = check_sql("SELECT date_trunc('day', ts) FROM t", "postgres", wire=True, deny_functions=["DATE_TRUNC"])
     assert typed.code == "forbidden_function"
-    assert check_sql("SELECT count(*) FROM t", "postgres", deny_functions=["count"]).code == "forbidden_function"
+    counted = check_sql("SELECT count(*) FROM t", "postgres", wire=True, deny_functions=["count"])
+    assert counted.code == "forbidden_function"
 
 
 def test_a_built_in_denial_is_lifted_only_by_the_exact_name() -> None:
     sql = "SELECT * FROM read_parquet('lake/*.parquet')"
-    assert not check_sql(sql, "duckdb", allow_functions=["read_*"]).allowed
-    assert check_sql(sql, "duckdb", allow_functions=["read_parquet"]).allowed
+    assert not check_sql(sql, "duckdb", wire=True, allow_functions=["read_*"]).allowed
+    assert check_sql(sql, "duckdb", wire=True, allow_functions=["read_parquet"]).allowed
 
 
 @pytest.mark.parametrize(("sql", "timeout_s", "allowed_"), [
@@ -387,13 +466,14 @@ def test_a_built_in_denial_is_lifted_only_by_the_exact_name() -> None:
     pytest.param("SELECT * FROM pg_sleep(5), pg_sleep(5)", 30.0, True, id="two-small-in-from"),
 ])
 def test_pg_sleep_rule(sql: str, timeout_s: float | None, allowed_: bool) -> None:
-    assert check_sql(sql, "postgres", timeout_s=timeout_s).allowed is allowed_
+    assert check_sql(sql, "postgres", wire=True, timeout_s=timeout_s).allowed is allowed_
 
 
 def test_require_read_only_raises_with_reason_and_kind() -> None:
-    assert require_read_only("SELECT 1", "postgres").allowed
+    assert require_read_only("SELECT 1", "postgres", wire=True).allowed
     with pytest.raises(SqlRefused) as caught:
-        require_read_only("WITH x AS (DELETE FROM t RETURNING *) SELECT * FROM x", "postgres")
+        require_read_only("WITH x AS (DELETE FROM t RETURNING *) SELECT * FROM x", "postgres",
+                          wire=True)
     error = caught.value
     assert error.code == "sql_refused"
     assert error.details["statement_kind"] == "SELECT"

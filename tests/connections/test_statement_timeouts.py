@@ -39,7 +39,9 @@ def duck_runtime(tmp_path: Path) -> Runtime:
 
 
 def pg_runtime(tmp_path: Path, url: str) -> Runtime:
-    root = make_project(tmp_path / "proj", "{driver: postgres, url: env:WH_URL, statement_timeout_s: 1}")
+    # the throwaway cluster's role is a superuser: these tests are about timeouts, not roles
+    root = make_project(tmp_path / "proj", "{driver: postgres, url: env:WH_URL, statement_timeout_s: 1, "
+                                           "allowPrivilegedRole: true}")
     return open_runtime(root, {"KHIVE_PACKS": "core,scan", "WH_URL": url})
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import signal
 import sqlite3
 from pathlib import Path
@@ -150,8 +151,9 @@ async def test_over_mcp_a_refused_operator_verb_and_a_parse_error_are_audited(da
     events = await anyio.to_thread.run_sync(audit, project, daemon.env)
     mine = sorted((e for e in events if e["request_id"] in {"p-1", "op-1"}),
                   key=lambda e: (e["request_id"], e["op_index"]))
-    assert [(e["request_id"], e["verb"], e["outcome"], e["transport"], e["principal"]) for e in mine] == [
-        ("op-1", "audit.query", "permission_denied", "mcp-stdio", "agent:agent-x"),
-        ("op-1", "d.write", "interrupted", "mcp-stdio", "agent:agent-x"),
-        ("p-1", "(parse)", "parse-error", "mcp-stdio", "agent:agent-x")]
+    me = f"agent:{pwd.getpwuid(os.getuid()).pw_name}"  # the OS user, never the client's name (ADR 0032)
+    assert [(e["request_id"], e["verb"], e["outcome"], e["transport"], e["principal"], e["client"]) for e in mine] == [
+        ("op-1", "audit.query", "permission_denied", "mcp-stdio", me, "agent-x"),
+        ("op-1", "d.write", "interrupted", "mcp-stdio", me, "agent-x"),
+        ("p-1", "(parse)", "parse-error", "mcp-stdio", me, "agent-x")]
     assert "secret-key-123" not in json.dumps(mine)

@@ -15,6 +15,7 @@ import daemons
 import pytest
 from daemon_helpers import KHIVE, Daemon, audit, wait_for
 
+from khive.identity import os_user
 from khive.project.layout import init_project
 
 pytestmark = pytest.mark.slow
@@ -188,4 +189,4 @@ async def test_khive_mcp_forwards_through_the_daemon(daemon: Daemon, project: Pa
     assert envelope["results"][0]["result"]["transport"] == "mcp-stdio"
     events = await anyio.to_thread.run_sync(audit, project, daemon.env)
     [event] = [e for e in events if e["request_id"] == "mcp-1"]
-    assert (event["transport"], event["principal"]) == ("mcp-stdio", "agent:agent-x")
+    assert (event["transport"], event["principal"], event["client"]) == ("mcp-stdio", f"agent:{os_user()}", "agent-x")

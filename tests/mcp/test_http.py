@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import httpx
 import httpx2
+import mcp_types as types
 import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
@@ -107,6 +108,26 @@ async def test_tokens_from_khive_yaml_name_their_principal(project: Path, khive_
     (env,) = await audit_events(project, request_id="env-1")
     assert (team.principal, team.transport) == ("agent:team-bot", "mcp-http")
     assert (env.principal, env.transport) == ("agent:http", "mcp-http")
+
+
+async def test_the_principal_is_the_tokens_whatever_the_client_calls_itself(project: Path, khive_serve: Serve
+                                                                            ) -> None:
+    config = project / "khive.yaml"
+    text = config.read_text().replace("  tokens: []\n", (
+        '  tokens:\n    - {token: env:TEAM_TOKEN, principal: "agent:team-bot"}\n'
+        '    - {token: env:OTHER_TOKEN, principal: "agent:other"}\n'))
+    config.write_text(text.replace("  rules: []", '  rules:\n    - {effect: allow, principal: "agent:team-bot", '
+                                   'verb: "scan.*"}', 1))
+    server = khive_serve(project, env=clean_env(TEAM_TOKEN="team-secret", OTHER_TOKEN="other-secret"))
+    headers = {"Authorization": "Bearer other-secret"}
+    with anyio.fail_after(30):
+        async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(20)) as http, Client(
+                streamable_http_client(server.url, http_client=http),
+                client_info=types.Implementation(name="team-bot", version="0")) as client:
+            envelope = await call_with_id(client, 'scan.run(connection="nope")', "named-1")
+    assert envelope["results"][0]["error"]["code"] == "permission_denied"
+    (event,) = await audit_events(project, request_id="named-1")
+    assert (event.principal, event.client, event.decision) == ("agent:other", "team-bot", "deny")
 
 
 def test_missing_token_variable_named_in_khive_yaml_refuses_to_start(project: Path) -> None:

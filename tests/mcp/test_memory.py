@@ -10,6 +10,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp_helpers import CLIENT_NAME, audit_events
 
+from khive.identity import os_user
 from khive.mcp_server import INVALID_PARAMS, TOOL_NAME
 
 pytestmark = pytest.mark.anyio
@@ -124,7 +125,7 @@ async def test_syntax_error_never_reaches_the_dispatcher_and_is_audited_without_
     assert info.value.code == INVALID_PARAMS
     [event] = await audit_events(project)
     assert (event.verb, event.outcome, event.request_id) == ("(parse)", "parse-error", "bad-text-1")
-    assert (event.principal, event.transport) == (f"agent:{CLIENT_NAME}", "mcp-stdio")
+    assert (event.principal, event.transport, event.client) == (f"agent:{os_user()}", "mcp-stdio", CLIENT_NAME)
     assert event.args_redacted["text_chars"] == len(text)
     assert (event.args_redacted["line"], event.args_redacted["column"]) == (1, 14)
     raw = (project / ".khive" / "audit.sqlite").read_bytes() + (project / ".khive" / "audit.sqlite-wal").read_bytes()
@@ -197,8 +198,8 @@ async def test_audit_records_transport_and_principal(client: Client, project: Pa
     assert len(events) == 2
     for event in events:
         assert event.transport == "mcp-stdio"
-        assert event.principal.startswith("agent:")
-        assert event.principal == f"agent:{CLIENT_NAME}"
+        assert event.principal == f"agent:{os_user()}"  # never what the client calls itself
+        assert event.client == CLIENT_NAME
     by_verb = {event.verb: event for event in events}
     assert (by_verb["ping"].decision, by_verb["ping"].outcome) == ("allow", "ok")
     assert (by_verb["audit.query"].decision, by_verb["audit.query"].outcome) == ("deny", "permission_denied")

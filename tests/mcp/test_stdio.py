@@ -11,6 +11,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp_helpers import KHIVE, audit_events, clean_env
 
+from khive.identity import os_user
 from khive.mcp_server import INVALID_PARAMS, TOOL_NAME
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -48,6 +49,8 @@ async def test_khive_mcp_over_stdio(project: Path, tmp_path: Path, mode: str) ->
             assert info.value.data["line"] == 1
 
     events = await audit_events(project, request_id="stdio-1")
-    assert {(event.verb, event.transport, event.principal) for event in events} == {
-        ("ping", "mcp-stdio", "agent:stdio-test"), ("audit.query", "mcp-stdio", "agent:stdio-test")}
+    # the principal is the OS user running khive mcp; the client's own name is only recorded
+    me = f"agent:{os_user()}"
+    assert {(event.verb, event.transport, event.principal, event.client) for event in events} == {
+        ("ping", "mcp-stdio", me, "stdio-test"), ("audit.query", "mcp-stdio", me, "stdio-test")}
     assert "Traceback" not in stderr_path.read_text()

@@ -344,3 +344,49 @@ def test_outside_a_git_repo_nothing_fails(tmp_path: Path, caplog: pytest.LogCapt
         assert store.delete("wiki/a.md")
     assert result.changed and result.commit is None and result.commit_error is None
     assert caplog.records == []
+
+
+# --- symlinks (ADR 0032) ----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("link", "target", "inside"), [
+    pytest.param("wiki/a.md", "b.md", True, id="sibling"),
+    pytest.param("wiki/a.md", "../notes/b.md", True, id="up-and-back-in"),
+    pytest.param("wiki/a.md", "chain.md", True, id="a-chain-that-stays"),
+    pytest.param("wiki/a.md", "../../outside.md", False, id="up-and-out"),
+    pytest.param("wiki/a.md", "/etc/hostname", False, id="absolute-out"),
+    pytest.param("wiki/a.md", "escape.md", False, id="a-chain-that-leaves"),
+    pytest.param("wiki/a.md", "../.git/config", False, id="into-git"),
+])
+def test_a_symlink_is_followed_only_while_it_stays_inside(tmp_path: Path, link: str, target: str,
+                                                         inside: bool) -> None:
+    root = tmp_path / "proj"
+    for folder in ("wiki", "notes", ".git"):
+        (root / folder).mkdir(parents=True)
+    (root / "wiki/b.md").write_text("b")
+    (root / "notes/b.md").write_text("notes b")
+    (root / ".git/config").write_text("[core]")
+    (tmp_path / "outside.md").write_text("outside")
+    (root / "wiki/chain.md").symlink_to("b.md")
+    (root / "wiki/escape.md").symlink_to(tmp_path / "outside.md")
+    (root / link).symlink_to(target)
+    store = FileStore(root)
+    if inside:
+        assert store.read_text(link) in ("b", "notes b")
+        assert store.write_text(link, "new").changed and (root / link).is_symlink()
+    else:
+        with pytest.raises(KhiveError) as info:
+            store.read_text(link)
+        assert info.value.code == "path_outside_project"
+        with pytest.raises(KhiveError):
+            store.write_text(link, "new")
+        assert store.exists(link) is False
+        assert link not in store.list("wiki/")
+
+
+def test_a_symlink_loop_is_a_typed_error(tmp_path: Path) -> None:
+    (tmp_path / "wiki").mkdir()
+    (tmp_path / "wiki/a.md").symlink_to("b.md")
+    (tmp_path / "wiki/b.md").symlink_to("a.md")
+    with pytest.raises(KhiveError) as info:
+        FileStore(tmp_path).read_text("wiki/a.md")
+    assert info.value.code == "invalid_path" and "loop" in info.value.message

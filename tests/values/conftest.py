@@ -24,7 +24,7 @@ REALWORLD_PG = next((found for folder in Path(__file__).resolve().parents[2].par
                      if (found := folder / "shared" / "tools" / "realworld-pg").exists()),
                     Path(__file__).resolve().parents[2].parent / "shared" / "tools" / "realworld-pg")
 CONNECTIONS = """connections:
-  pg: {driver: postgres, url: env:VALUES_PG_URL}
+  pg: {driver: postgres, url: env:VALUES_PG_URL, allowPrivilegedRole: true}  # the throwaway cluster's superuser
   duck: {driver: duckdb, path: matrix.duckdb}
   lite: {driver: sqlite, path: matrix.sqlite}
 """

@@ -42,6 +42,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
+from khive.connections.types import PROBE_SQL_MARK
 from packs.historic_sql.config import HistoricSqlConfig
 from packs.historic_sql.filters import SERVICE_ACCOUNT, AccountRules, iso, parse_time
 from packs.historic_sql.models import AggregatedTemplate, ProbeFinding, TemplateStats
@@ -51,7 +52,7 @@ from packs.historic_sql.readers._common import ReaderResult, error, finish, info
 Connection = psycopg.Connection[dict[str, Any]]
 _Z95 = 1.6448536269514722  # standard normal quantile at 0.95
 
-_PROBE_SQL = """
+_PROBE_SQL = PROBE_SQL_MARK + """
 SELECT current_setting('server_version_num')::int AS version, current_user AS role, r.rolsuper AS superuser,
        pg_catalog.pg_has_role(current_user, 'pg_read_all_stats', 'MEMBER') AS read_all_stats,
        current_database() AS database,
@@ -63,7 +64,7 @@ SELECT current_setting('server_version_num')::int AS version, current_user AS ro
        current_setting('pg_stat_statements.max', true) AS max_entries
 FROM pg_catalog.pg_roles AS r WHERE r.rolname = current_user
 """
-_COLUMNS_SQL = """
+_COLUMNS_SQL = PROBE_SQL_MARK + """
 SELECT a.attname FROM pg_catalog.pg_attribute AS a
 WHERE a.attrelid = pg_catalog.to_regclass(%s) AND a.attnum > 0 AND NOT a.attisdropped
 """
@@ -119,7 +120,7 @@ def probe(conn: Connection) -> tuple[list[ProbeFinding], Plan | None]:
                                                "run inside functions count too, and the reset time is unknown",
                                 "upgrade to PostgreSQL 14 or later, then ALTER EXTENSION pg_stat_statements UPDATE;"))
     else:
-        info_row = conn.execute(sql.SQL("SELECT dealloc, stats_reset FROM {}.pg_stat_statements_info")
+        info_row = conn.execute(sql.SQL(PROBE_SQL_MARK + " SELECT dealloc, stats_reset FROM {}.pg_stat_statements_info")
                                 .format(sql.Identifier(schema))).fetchone()
         if info_row is not None:
             stats_reset = info_row["stats_reset"]
@@ -141,7 +142,7 @@ def statements_query(plan: Plan) -> sql.Composed:
     exec_time = "_exec_time" if "total_exec_time" in plan.columns else "_time"  # renamed in PostgreSQL 13
     since = sql.SQL(", s.stats_since") if "stats_since" in plan.columns else sql.SQL("")
     toplevel = sql.SQL(" AND s.toplevel") if "toplevel" in plan.columns else sql.SQL("")
-    return sql.SQL("""
+    return sql.SQL(PROBE_SQL_MARK + """
 SELECT s.queryid, s.query, COALESCE(r.rolname, s.userid::text) AS username, s.calls, s.rows,
        s.{total} AS total_ms, s.{stddev} AS stddev_ms, s.{low} AS min_ms, s.{high} AS max_ms{since}
 FROM {schema}.pg_stat_statements AS s

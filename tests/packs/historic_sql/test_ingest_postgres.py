@@ -122,7 +122,9 @@ async def test_postgres_workload_to_usage_and_patterns(runtime: Runtime, warehou
         conn.execute("SELECT pg_stat_statements_reset()")  # only the analysts' work is history
     run_workload(dsn, roles, RUNS)
     probe = await call(runtime, 'historic_sql.probe(connection="wh")')
-    assert probe["status"] == "ok" and "stats_reset" in {f["code"] for f in probe["findings"]}
+    assert "stats_reset" in {f["code"] for f in probe["findings"]}
+    # one role for agents and history here: the probe says so (a test of the reader, not of the set-up)
+    assert {f["code"] for f in probe["findings"] if f["severity"] != "info"} == {"shared_role"}
     first = await call(runtime, 'historic_sql.ingest(connection="wh")')
     assert first["counts"]["templates"] == 3 and first["counts"]["tables"] == 5
     totals = {t: (await call(runtime, f'historic_sql.usage(connection="wh", table="{t}")'))["totals"]

@@ -58,7 +58,7 @@ def compiled(sources: dict[str, Source] | None = None, **query: Any) -> Compiled
 def run(db: duckdb.DuckDBPyConnection, query: Compiled | str) -> list[tuple[Any, ...]]:
     sql = query if isinstance(query, str) else query.sql
     if not isinstance(query, str):
-        assert check_sql(sql, "duckdb").allowed, check_sql(sql, "duckdb").reason
+        assert check_sql(sql, "duckdb", wire=True).allowed, check_sql(sql, "duckdb", wire=True).reason
     return norm(db.execute(sql).fetchall())
 
 
