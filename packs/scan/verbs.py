@@ -80,9 +80,10 @@ async def tables(params: TablesParams, ctx: Context) -> dict[str, Any]:
     """Tables of the latest scan: name, kind, comment, row estimate, column count."""
     sync = _require_scan(ctx, params.connection)
     entries = _shard_tables(ctx, params.connection, sync)
+    live = _run_tables(ctx, params.connection, sync)  # row estimates are live figures: the run has them, not the shard
     rows = [{"id": key, "db": entry["db"], "name": entry["name"], "kind": entry.get("kind"),
              "comment": entry.get("description") or entry.get("comment"),
-             "estimatedRows": entry.get("estimatedRows"), "columns": len(entry.get("columns") or [])}
+             "estimatedRows": (live.get(key) or {}).get("estimatedRows"), "columns": len(entry.get("columns") or [])}
             for key, entry in sorted(entries.items())
             if not entry.get("droppedInSync") and (params.schema_ is None or entry["db"] == params.schema_)]
     if params.query:
