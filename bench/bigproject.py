@@ -99,10 +99,11 @@ def build_warehouse(dsn: str, n_tables: int, catalog: dict[str, dict[str, list[s
     spec = generated.Spec(n_tables - sum(len(t) for t in catalog.values()), generated.SCHEMAS, same_schema_fks=False)
     with psycopg.connect(dsn) as conn:
         conn.execute(";\n".join(tpc_ddl(catalog)))
-        statements = generated.ddl(spec, "postgres")
-        for start in range(0, len(statements), 5000):
-            conn.execute(";\n".join(statements[start:start + 5000]))
         conn.commit()
+        statements = generated.ddl(spec, "postgres")
+        for start in range(0, len(statements), 2000):  # a commit per batch: one transaction would run out of locks
+            conn.execute(";\n".join(statements[start:start + 2000]))
+            conn.commit()
         conn.autocommit = True
         conn.execute("ANALYZE")
         tables, columns = conn.execute(
