@@ -118,8 +118,10 @@ def assign_slugs(patterns: Sequence[Mapping[str, Any]], pages: Mapping[str, Exis
             used.add(slug)
     out = []
     for index, pattern in enumerate(patterns):
-        slug = chosen.get(index)
-        if slug is None:
+        found = chosen.get(index)
+        if found is not None:
+            slug = found
+        else:
             slug, n = pattern["slug"], 2
             while slug in used or (slug in pages and slug not in chosen.values()):
                 slug, n = f"{pattern['slug']}-{n}", n + 1
@@ -174,7 +176,9 @@ def project_patterns(files: FileStore, connection: str, patterns: Sequence[Mappi
         return {"slugs": list(record.meta["slugs"]), "written": [], "stale": [], "archived": []}
     pages = existing_pages(files, connection)
     slugs = assign_slugs(patterns, pages)
-    written, stale, archived = [], [], []
+    written: list[str] = []
+    stale: list[str] = []
+    archived: list[str] = []
     waiting = False  # an unseen page not archived yet: the day decides when it will be
     for slug, pattern in zip(slugs, patterns, strict=True):
         if files.write_text(page_path(slug), render(pattern, connection, dialect=dialect), author=author,

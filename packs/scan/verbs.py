@@ -130,7 +130,8 @@ async def entity(params: EntityParams, ctx: Context) -> dict[str, Any]:
     if column is None:
         names = ", ".join(c["name"] for c in table["columns"])
         raise NotFound(f"table {key} has no column {params.column!r}; columns: {names}", code="column_not_found")
-    shard_column = next((c for c in shard.get("columns") or [] if c.get("name") == column["name"]), {})
+    shard_column: dict[str, Any] = next((c for c in shard.get("columns") or [] if c.get("name") == column["name"]),
+                                        {})
     extra = {k: v for k, v in shard_column.items() if k not in column}
     return {**{k: result[k] for k in ("connectionId", "syncId", "id", "tableRef", "usage")},
             "column": {**column, **extra},
