@@ -76,10 +76,13 @@ class _Existing:
         self.paths: dict[str, str] = {}
         self.by_table: dict[str, list[str]] = {}
         self.broken: dict[str, list[str]] = {}
+        self.data: dict[str, Any] = {}  # each valid file's content as plain data
         for _, name, path in list_sources(files, connection):
             text = files.read_text(path) or ""
             self.texts[name], self.paths[name] = text, path
             source, problems, data = check_model(text, path)
+            if source is not None:
+                self.data[name] = plain(data)
             table = source.table if source else (data.get("table") if isinstance(data, Mapping) else None)
             if source is None:
                 self.broken[name] = [str(p) for p in problems]
@@ -337,13 +340,19 @@ async def bootstrap_connection(ctx: Context, connection: str) -> dict[str, Any]:
         if old is None:
             planned[name] = (source_path(connection, name), None, HEADER + dump_yaml(to_commented(data)))
             continue
+        current = existing.data.get(name, {})
+        notes += [f"{name}: measure {m['name']} sums {m['expr']}, which reads as a price or rate; sl.bootstrap never "
+                  "removes a measure: delete it if it was not meant" for m in current.get("measures") or []
+                  if isinstance(m, dict) and misread(m)]
+        trial = to_commented(current)  # the merge on plain data first: a round-trip parse only for a file it changes
+        merge(trial, data)
+        if plain(trial) == current:
+            planned[name] = (existing.paths[name], old, old)
+            continue
         try:
             document = load_yaml(old)
         except YAMLError:
             continue
-        notes += [f"{name}: measure {m['name']} sums {m['expr']}, which reads as a price or rate; sl.bootstrap never "
-                  "removes a measure: delete it if it was not meant" for m in plain(document).get("measures") or []
-                  if isinstance(m, dict) and misread(m)]
         before = plain(document)
         merge(document, data)
         planned[name] = (existing.paths[name], old, old if plain(document) == before else dump_yaml(document))
