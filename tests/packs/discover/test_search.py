@@ -67,8 +67,9 @@ async def test_a_newer_scan_shows_on_the_next_call(scanned: Call, project: Path)
 async def test_edited_sl_source_and_wiki_page_show_on_the_next_call(scanned: Call, project: Path) -> None:
     path = project / "semantic-layer" / "shop" / "orders.yaml"
     text = path.read_text()  # a person's description beside what bootstrap wrote (its guesses may be there)
-    text = (text.replace("\ndescriptions:\n", "\ndescriptions:\n  user: gizmo facts\n", 1) if "\ndescriptions:\n" in text
-            else text.replace("name: orders\n", "name: orders\ndescriptions:\n  user: gizmo facts\n", 1))
+    wanted = "\ndescriptions:\n  user: gizmo facts\n"
+    text = (text.replace("\ndescriptions:\n", wanted, 1) if "\ndescriptions:\n" in text
+            else text.replace("name: orders\n", "name: orders" + wanted, 1))
     path.write_text(text)
     write_page(project, "notes/gizmo", "summary: gizmo notes", "All about the gizmo.")
     refs = (await scanned('discover.search(query="gizmo")'))["refs"]
