@@ -158,17 +158,20 @@ def bare_query(target: Path) -> float:
     return round(seconds, 4)
 
 
-def git(project: Path, *args: str) -> str:
+def git(project: Path, *args: str, check: bool = True) -> str:
     env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
            "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com", "GIT_CONFIG_GLOBAL": os.devnull}
-    return subprocess.run(["git", *args], cwd=project, env=env, capture_output=True, text=True, check=True).stdout
+    done = subprocess.run(["git", *args], cwd=project, env=env, capture_output=True, text=True)
+    if check and done.returncode != 0:
+        raise SystemExit(f"git {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
 
 
 def sizes(project: Path) -> dict[str, int]:
     """Bytes: committed files, .git after gc, the whole directory, and the committed bytes per top folder."""
     git(project, "add", "-A")
     git(project, "commit", "-q", "--allow-empty", "-m", "bench")
-    git(project, "gc", "-q")
+    git(project, "gc", "-q", check=False)  # packs the objects when it can; a failed gc leaves them loose
     tracked = [line for line in git(project, "ls-files", "-z").split("\0") if line]
     per: dict[str, int] = {}
     for path in tracked:
