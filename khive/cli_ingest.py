@@ -57,5 +57,7 @@ def handler(args: argparse.Namespace) -> int:
     if result["ok"]:
         found = result["result"]
         print(f"khive: ingest {found['syncId']}: {found['counts']['templates']} templates, "
-              f"{found['counts']['tables']} tables, {found['workUnits']} work units", file=sys.stderr)
+              f"{found['counts']['tables']} tables, {found['workUnits']} work units"
+              + (f"; unchanged since {found['unchangedSince']}: no new run written" if found.get("unchangedSince")
+                 else ""), file=sys.stderr)
     return 0 if envelope["status"] == "success" else 1

@@ -58,7 +58,10 @@ def summary(report: Mapping[str, Any], project: Path) -> list[str]:
     diff = report.get("diffSummary") or {}
     changes = [f"{kind} {_changes(diff.get(kind) or {})}" for kind in ("tables", "columns")
                if _changes(diff.get(kind) or {})]
-    if previous is None:
+    if report.get("unchangedSince"):
+        lines.append(f"unchanged since {report['unchangedSince']} ({sync_time(str(report['unchangedSince']))}): "
+                     "no new run written")
+    elif previous is None:
         lines.append("first scan of this connection")
     else:
         lines.append(f"changes since {sync_time(previous)}: " + ("; ".join(changes) if changes else "none"))
@@ -69,8 +72,9 @@ def summary(report: Mapping[str, Any], project: Path) -> list[str]:
         lines.append(f"not available from {report.get('driver')}: {', '.join(str(gap) for gap in gaps)}")
     seconds = float((report.get("timings") or {}).get("total_ms") or 0) / 1000
     run = Path("raw-sources") / str(report["connection"]) / "live-database" / str(report["syncId"])
+    pruned = report.get("prunedRuns") or []
     lines.append(f"run: {run}/ ({seconds:.1f} s); latest view: _schema/{report['connection']}/ "
-                 f"(in {project})")
+                 f"(in {project})" + (f"; {len(pruned)} older run(s) removed (runs: in khive.yaml)" if pruned else ""))
     lines.append(f"details: khive scan {report['connection']} --json, or khive request "
                  f"'scan.status(connection=\"{report['connection']}\")'")
     return lines

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from khive.audit.process import this_process
 from khive.audit.sqlite import SqliteAuditStore
 from khive.audit.store import AuditStore
 from khive.errors import ConfigError
@@ -14,6 +15,7 @@ from khive.project.locate import STATE_DIR
 
 
 def open_audit_store(project: Path, config: KhiveConfig, env: Mapping[str, str]) -> AuditStore:
+    this_process()  # who we are reads /proc once: here, before any event loop runs a request
     section = config.audit
     if section.store == "postgres":
         from khive.audit.postgres import PostgresAuditStore

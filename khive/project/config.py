@@ -104,6 +104,13 @@ class WikiConfig(_Section):
     git_commit: bool = False  # commit every page write when the project is a git repository
 
 
+class RunsConfig(_Section):
+    """How many runs under ``raw-sources/<connection>/<kind>/`` are kept (a re-run that changed nothing writes none)."""
+
+    keep_last: int = Field(default=5, ge=1, le=10_000, description="the newest runs kept of each connection and kind")
+    keep_schema_changes: bool = Field(default=True, description="also keep every scan run that changed the schema")
+
+
 class KhiveConfig(_Section):
     version: Literal[1] = 1
     name: str | None = None
@@ -115,6 +122,7 @@ class KhiveConfig(_Section):
     index: IndexConfig = Field(default_factory=IndexConfig)
     wiki: WikiConfig = Field(default_factory=WikiConfig)
     limits: Limits = Field(default_factory=Limits)  # input caps (khive/limits.py); raise one here
+    runs: RunsConfig = Field(default_factory=RunsConfig)
 
 
 def load_config(path: Path) -> KhiveConfig:

@@ -55,6 +55,17 @@ connections: {}
 
 DIRECTORIES = ("wiki/global", "semantic-layer", "raw-sources", "_schema", STATE_DIR)
 
+# What a project keeps in git (ADR 0033): what people review and what cost work to make. Scan and ingest runs
+# are machine-local evidence (the next scan or ingest writes them again), .khive/ is rebuilt state and secrets.
+GITIGNORE = f"""\
+# Written by khive init. Commit khive.yaml, wiki/, semantic-layer/, _schema/ and
+# raw-sources/<connection>/historic-sql-digests/; what follows stays on this machine (README: "Keeping a
+# project in git").
+{STATE_DIR}/
+raw-sources/*/live-database/
+raw-sources/*/historic-sql/
+"""
+
 
 def init_project(root: Path, user: str) -> list[str]:
     """Create what is missing; never overwrite. Returns the paths created."""
@@ -71,6 +82,6 @@ def init_project(root: Path, user: str) -> list[str]:
         created.append(CONFIG_NAME)
     ignore = root / ".gitignore"
     if not ignore.exists():
-        ignore.write_text(f"{STATE_DIR}/\n", encoding="utf-8")
+        ignore.write_text(GITIGNORE, encoding="utf-8")
         created.append(".gitignore")
     return created

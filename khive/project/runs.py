@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -39,6 +39,24 @@ def completed_runs(root: Path) -> list[str]:
     if not root.is_dir():
         return []
     return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def prune_runs(root: Path, keep_last: int, keep: Callable[[str], bool] = lambda sync_id: False) -> list[str]:
+    """Remove completed runs under ``root`` beyond the newest ``keep_last``, except those ``keep`` holds on to.
+
+    Each goes in one rename out of sight (readers never see half a run), then its files; the sync ids removed."""
+    removed = []
+    for sync_id in completed_runs(root)[:-keep_last] if keep_last > 0 else []:
+        if keep(sync_id):
+            continue
+        hidden = root / f".{sync_id}.{uuid.uuid4().hex[:8]}.pruned"
+        try:
+            os.rename(root / sync_id, hidden)
+        except FileNotFoundError:  # another process pruned it first
+            continue
+        shutil.rmtree(hidden, ignore_errors=True)
+        removed.append(sync_id)
+    return removed
 
 
 def json_bytes(data: Any) -> bytes:

@@ -5,7 +5,8 @@ staged file always yields the same usage and the same patterns, byte for byte:
 
 * usage: the frequency tier from the executions band (>= 1k high, 10-1k mid, below low), the WHERE and
   GROUP BY columns of high or mid frequency (the three most frequent when none is), the observed joins,
-  and a narrative that says the same in sentences;
+  and a narrative that says the same in sentences; columns and joins are listed by name, never by how
+  often they are used, so a digest changes only when a band does (ADR 0033);
 * patterns: one per co-occurring table set (the ``MAX_PATTERNS`` most executed), slug from the table
   names, the set's most executed template as the definition, the semantic-layer sources over its tables
   as ``slRefs``.
@@ -33,9 +34,10 @@ def frequency_tier(executions_band: str) -> str:
 
 
 def _columns(entries: Sequence[Sequence[str]]) -> list[str]:
-    """Columns of high or mid frequency (staged lists are sorted by band, then name)."""
+    """Columns of high or mid frequency (staged lists are sorted by band, then name), listed by name: a column
+    moving from mid to high is no change in what the digest says, so it must not reorder it."""
     common = [name for name, freq in entries if freq in ("high", "mid")]
-    return (common or [name for name, _ in entries[:3]])[:MAX_COLUMNS]
+    return sorted((common or [name for name, _ in entries[:3]])[:MAX_COLUMNS])
 
 
 def _short(table: str) -> str:
@@ -51,8 +53,8 @@ def usage(content: Mapping[str, Any]) -> UsageOutput:
     clauses = content.get("columnsByClause", {})
     filters = _columns(clauses.get("where", []))
     group_bys = _columns(clauses.get("groupBy", []))
-    joins = [CommonJoin(table=join["withTable"], on=[f"{mine} = {theirs}" for mine, theirs in join["on"]])
-             for join in content.get("observedJoins", [])[:MAX_COLUMNS]]
+    joins = sorted((CommonJoin(table=join["withTable"], on=[f"{mine} = {theirs}" for mine, theirs in join["on"]])
+                    for join in content.get("observedJoins", [])[:MAX_COLUMNS]), key=lambda j: (j.table, j.on))
     tier = frequency_tier(stats["executionsBucket"])
     sentences = [f"{_short(content['table'])} is queried {stats['executionsBucket']} times in the window by "
                  f"{stats['distinctUsersBucket']} users ({tier} frequency; p95 runtime {stats['p95RuntimeBucket']})."]

@@ -18,7 +18,7 @@ from typing import Any
 
 from khive.context import Context
 from khive.errors import NotFound, OpError
-from khive.project.runs import new_sync_id
+from khive.project.runs import new_sync_id, prune_runs
 from packs.historic_sql import evidence, history, pages, projection
 from packs.historic_sql.bucketize import bucketize
 from packs.historic_sql.catalog import Catalog
@@ -28,7 +28,7 @@ from packs.historic_sql.parsed import frozen_until_exit
 from packs.historic_sql.prime import Primer
 from packs.historic_sql.projmemo import ProjectionMemo
 from packs.historic_sql.providers import digest_units
-from packs.historic_sql.stage import previous_manifest, read_manifest, stage, sync_ids, vanished
+from packs.historic_sql.stage import previous_manifest, read_manifest, runs_dir, stage, sync_ids, vanished
 
 STEPS = 5
 
@@ -89,13 +89,20 @@ async def _ingest(ctx: Context, connection: str, *, window_days: int | None, pro
     clock = time.perf_counter()
     sync_id = new_sync_id()
 
+    previous = await ctx.run_blocking(previous_manifest, runtime.project, connection, before=sync_id)
+
     def staged() -> Any:
         bucketed = bucketize(read.templates, batch.parsed)
         return stage(runtime.project, connection, sync_id, dialect=dialect, templates=read.templates, batch=batch,
-                     bucketed=bucketed, findings=read.findings)
+                     bucketed=bucketed, findings=read.findings, previous=previous)
 
     run = await ctx.run_blocking(staged)
-    previous = await ctx.run_blocking(previous_manifest, runtime.project, connection, before=sync_id)
+    pruned: list[str] = []
+    if run.unchanged:  # the latest run says the same: it stays the latest, and nothing is written
+        sync_id = run.manifest["syncId"]
+    else:
+        pruned = await ctx.run_blocking(prune_runs, runs_dir(runtime.project, connection),
+                                        runtime.config.runs.keep_last)
     timings["stage_ms"] = _ms(clock)
     units = await ctx.run_blocking(evidence.pending, runtime.files, connection, run.manifest)
     await ctx.progress(3, STEPS, f"{connection}: {len(units)} work units ({chosen})")
@@ -110,7 +117,9 @@ async def _ingest(ctx: Context, connection: str, *, window_days: int | None, pro
     timings["total_ms"] = _ms(started)
     await ctx.progress(5, STEPS, f"{connection}: ingest {sync_id} done")
     remaining = await ctx.run_blocking(evidence.pending, runtime.files, connection, run.manifest)
-    return {"connectionId": connection, "syncId": sync_id, "provider": chosen, "counts": run.manifest["counts"],
+    return {"connectionId": connection, "syncId": sync_id, **({"unchangedSince": sync_id} if run.unchanged else {}),
+            **({"prunedRuns": pruned} if pruned else {}),
+            "provider": chosen, "counts": run.manifest["counts"],
             "workUnits": len(units), "digests": digested["digests"], "rejected": digested["rejected"],
             "pendingUnits": [u.id for u in remaining], "vanishedTables": vanished(previous, run.manifest),
             "projection": projected, "warnings": run.manifest["warnings"][:50],
@@ -132,7 +141,8 @@ def project(ctx: Context, connection: str, manifest: dict[str, Any], settings: H
                                          memo=memo)
     found = evidence.current_patterns(files, connection, manifest)
     pattern_pages = (pages.project_patterns(files, connection, found, today, settings.staleArchiveAfterDays,
-                                            author=author, memo=memo) if found is not None else {"pending": True})
+                                            author=author, memo=memo, dialect=manifest.get("dialect"))
+                     if found is not None else {"pending": True})
     memo.save()
     return {"shards": shards, "sources": sources, "patterns": pattern_pages, "unchangedSkipped": len(memo.skipped)}
 

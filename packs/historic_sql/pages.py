@@ -12,6 +12,9 @@ An existing page no pattern matched gets ``stale_since`` (the run's date) and th
 ``staleArchiveAfterDays`` it is ``archived`` (hidden from search, still readable). A pattern that comes
 back clears both.
 
+A definition is written one clause per line (sqlglot's pretty printer in the connection's dialect), so a
+page's diff names the clause that changed (ADR 0033).
+
 An unchanged rerun skips the whole pass when no page in the folder changed since the last one
 (``projmemo.py``).
 """
@@ -25,7 +28,9 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+import sqlglot
 from ruamel.yaml.error import YAMLError
+from sqlglot.errors import ParseError, TokenError
 
 from khive.project.store import FileStore
 from khive.project.yamldoc import dump_frontmatter, safe_yaml
@@ -35,6 +40,7 @@ PREFIX = "wiki/global/historic-sql/"
 TAGS = ["historic-sql", "pattern"]
 OVERLAP = 0.6
 MEMO_KEY = f"{PREFIX}*.md"  # the pass is one unit in the projection memo: slugs depend on every page
+RENDERING = "sql-pretty"  # ADR 0033: definitions one clause per line
 _MARK_RE = re.compile(r"<!-- historic-sql: (\{.*?\}) -->", re.S)
 
 
@@ -111,8 +117,10 @@ def assign_slugs(patterns: Sequence[Mapping[str, Any]], pages: Mapping[str, Exis
             used.add(slug)
     out = []
     for index, pattern in enumerate(patterns):
-        slug = chosen.get(index)
-        if slug is None:
+        found = chosen.get(index)
+        if found is not None:
+            slug = found
+        else:
             slug, n = pattern["slug"], 2
             while slug in used or (slug in pages and slug not in chosen.values()):
                 slug, n = f"{pattern['slug']}-{n}", n + 1
@@ -121,8 +129,18 @@ def assign_slugs(patterns: Sequence[Mapping[str, Any]], pages: Mapping[str, Exis
     return out
 
 
+def pretty_sql(sql: str, dialect: str | None) -> str:
+    """One statement laid out one clause per line (sqlglot's pretty printer), so a page's diff shows what changed;
+    anything that does not parse as one statement stays as written."""
+    try:
+        printed = sqlglot.transpile(sql, read=dialect, write=dialect, pretty=True)
+    except (ParseError, TokenError, ValueError):
+        return sql.strip()
+    return printed[0] if len(printed) == 1 and printed[0] else sql.strip()
+
+
 def render(pattern: Mapping[str, Any], connection: str, *, stale_since: str | None = None,
-           archived: bool = False) -> str:
+           archived: bool = False, dialect: str | None = None) -> str:
     tags = [*TAGS, *(["stale"] if stale_since else []), *(["archived"] if archived else [])]
     narrative = pattern["narrative"].strip()
     front: dict[str, Any] = {"title": pattern["title"], "summary": narrative.split(". ")[0].rstrip(".") + ".",
@@ -138,28 +156,31 @@ def render(pattern: Mapping[str, Any], connection: str, *, stale_since: str | No
     mark = json.dumps({"connection": connection, "tables": list(pattern["tablesInvolved"]),
                        "templates": list(templates)}, sort_keys=True)
     body = (f"# {pattern['title']}\n\n{narrative}\n\n## Tables ({connection})\n\n{tables}\n\n"
-            f"## Definition\n\n```sql\n{pattern['definitionSql'].strip()}\n```\n\n"
+            f"## Definition\n\n```sql\n{pretty_sql(pattern['definitionSql'], dialect)}\n```\n\n"
             f"Made of {len(templates)} query template{'s' if len(templates) != 1 else ''} from the query history.\n\n"
             f"<!-- historic-sql: {mark} -->\n")
     return f"---\n{dump_frontmatter(front)}---\n\n{body}"
 
 
 def project_patterns(files: FileStore, connection: str, patterns: Sequence[Mapping[str, Any]], today: date,
-                     archive_after_days: int, *, author: str, memo: ProjectionMemo | None = None) -> dict[str, Any]:
+                     archive_after_days: int, *, author: str, memo: ProjectionMemo | None = None,
+                     dialect: str | None = None) -> dict[str, Any]:
     """Write the pattern pages, mark the unseen ones stale or archived; what happened, by slug.
 
     With a ``memo``: when the folder's pages are as the last pass left them and the patterns (and the
     day, while an unseen page waits to be archived) are the same, the pass is skipped (``projmemo.py``)."""
     record = memo.get(MEMO_KEY) if memo is not None else None
     if memo is not None and record is not None and memo.holds(MEMO_KEY, _folder(files), lambda meta: _inputs(
-            connection, patterns, archive_after_days, today if meta["waiting"] else None)):
+            connection, patterns, archive_after_days, today if meta["waiting"] else None, dialect)):
         return {"slugs": list(record.meta["slugs"]), "written": [], "stale": [], "archived": []}
     pages = existing_pages(files, connection)
     slugs = assign_slugs(patterns, pages)
-    written, stale, archived = [], [], []
+    written: list[str] = []
+    stale: list[str] = []
+    archived: list[str] = []
     waiting = False  # an unseen page not archived yet: the day decides when it will be
     for slug, pattern in zip(slugs, patterns, strict=True):
-        if files.write_text(page_path(slug), render(pattern, connection), author=author,
+        if files.write_text(page_path(slug), render(pattern, connection, dialect=dialect), author=author,
                             message=f"historic_sql: pattern {slug}").changed:
             written.append(slug)
     for slug, page in sorted(pages.items()):
@@ -174,7 +195,7 @@ def project_patterns(files: FileStore, connection: str, patterns: Sequence[Mappi
         if files.write_text(page.path, updated, author=author, message=f"historic_sql: {slug} unseen").changed:
             (archived if is_archived else stale).append(slug)
     if memo is not None:
-        inputs = _inputs(connection, patterns, archive_after_days, today if waiting else None)
+        inputs = _inputs(connection, patterns, archive_after_days, today if waiting else None, dialect)
         memo.put(MEMO_KEY, _folder(files), inputs, {"slugs": slugs, "waiting": waiting})
     return {"slugs": slugs, "written": written, "stale": stale, "archived": archived}
 
@@ -185,8 +206,10 @@ def _folder(files: FileStore) -> str:
 
 
 def _inputs(connection: str, patterns: Sequence[Mapping[str, Any]], archive_after_days: int,
-            day: date | None) -> str:
-    return fingerprint([connection, list(patterns), archive_after_days, day.isoformat() if day else None])
+            day: date | None, dialect: str | None) -> str:
+    # RENDERING names how pages are laid out: a page written by an older layout is rewritten once
+    return fingerprint([connection, list(patterns), archive_after_days, day.isoformat() if day else None, dialect,
+                        RENDERING])
 
 
 def _restale(text: str, front: dict[str, Any], since: str, archived: bool) -> str:

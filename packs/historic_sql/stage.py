@@ -38,6 +38,20 @@ PATTERNS = "patterns-input.json"
 class StagedRun:
     path: Path
     manifest: dict[str, Any]
+    unchanged: bool = False  # nothing new: ``path`` is the previous run, which says the same
+
+
+# What a run says: the staged contents (by hash), the counts and what did not parse. The exact totals, the
+# window's first and last times and the parse statistics move with every query executed or every cache hit;
+# on their own they are not worth a new run (ADR 0033).
+_VOLATILE = frozenset({"syncId", "window", "tableTotals", "parseStats", "readerFindings"})
+
+
+def same_meaning(previous: Mapping[str, Any] | None, manifest: Mapping[str, Any]) -> bool:
+    if previous is None:
+        return False
+    return ({k: v for k, v in previous.items() if k not in _VOLATILE}
+            == {k: v for k, v in manifest.items() if k not in _VOLATILE})
 
 
 def canonical(data: Any) -> bytes:
@@ -92,8 +106,10 @@ def vanished(previous: Mapping[str, Any] | None, current: Mapping[str, Any]) -> 
 
 def stage(project: Path, connection: str, sync_id: str, *, dialect: str, templates: Sequence[AggregatedTemplate],
           batch: BatchResult, bucketed: Bucketed, window: Mapping[str, str | None] | None = None,
-          findings: Sequence[ProbeFinding] = (), warnings: Sequence[str] = ()) -> StagedRun:
-    """Write one staged run atomically and return its manifest."""
+          findings: Sequence[ProbeFinding] = (), warnings: Sequence[str] = (),
+          previous: Mapping[str, Any] | None = None) -> StagedRun:
+    """Write one staged run atomically and return its manifest; when ``previous`` (the latest run's manifest)
+    says the same, write nothing and return that run."""
     tables, patterns = bucketed.tables, bucketed.patterns
     files = {table_file(key): content for key, content in tables.items()}
     patterns_doc = {"tableSets": patterns}
@@ -113,6 +129,10 @@ def stage(project: Path, connection: str, sync_id: str, *, dialect: str, templat
         "patternsHash": content_hash(patterns_doc),
         "readerFindings": [f.model_dump(mode="json") for f in findings],
     }
+    if same_meaning(previous, manifest) and previous is not None:
+        earlier = runs_dir(project, connection) / str(previous["syncId"])
+        if earlier.is_dir():
+            return StagedRun(earlier, dict(previous), unchanged=True)
     contents = {name: json_bytes(content) for name, content in sorted(files.items())}
     contents[PATTERNS] = json_bytes(patterns_doc)
     contents[MANIFEST] = json_bytes(manifest)

@@ -14,7 +14,8 @@ from typing import Any
 import orjson
 
 from khive.connections.catalog import Table
-from khive.project.runs import completed_runs, json_bytes, staged_run
+from khive.project.config import RunsConfig
+from khive.project.runs import completed_runs, json_bytes, prune_runs, staged_run
 from khive.project.store import inside
 
 LIVE = "live-database"
@@ -73,6 +74,31 @@ def cached_run_tables(runtime: Any, connection: str, sync_id: str) -> dict[str, 
             while len(runs) > 4:
                 runs.pop(next(iter(runs)))
     return found
+
+
+def read_run_info(project: Path, connection: str, sync_id: str) -> dict[str, Any] | None:
+    """A run's ``connection.json``, or None when it has none."""
+    try:
+        data: dict[str, Any] = read_json(project, runs_dir(project, connection) / sync_id / "connection.json")
+    except (FileNotFoundError, orjson.JSONDecodeError):
+        return None
+    return data
+
+
+def prune_scan_runs(project: Path, connection: str, policy: RunsConfig) -> list[str]:
+    """Apply the retention policy (``runs:`` in khive.yaml): the newest runs, plus those that changed the schema."""
+
+    def changed_schema(sync_id: str) -> bool:
+        if not policy.keep_schema_changes:
+            return False
+        try:
+            diff = read_report(project, connection, sync_id).get("diffSummary") or {}
+        except (FileNotFoundError, orjson.JSONDecodeError):
+            return False
+        return any((diff.get(part) or {}).get(kind) for part in ("tables", "columns")
+                   for kind in ("added", "modified", "deleted"))
+
+    return prune_runs(runs_dir(project, connection), policy.keep_last, changed_schema)
 
 
 def read_report(project: Path, connection: str, sync_id: str) -> dict[str, Any]:

@@ -22,13 +22,17 @@ from packs.scan.artifacts import (
     REPORT_FILE,
     TABLES_FILE,
     latest_sync,
+    prune_scan_runs,
+    read_run_info,
     read_run_tables,
     stage_run,
     table_artifact,
     tables_bytes,
 )
 from packs.scan.diff import diff_runs
+from packs.scan.examples import stabilize
 from packs.scan.relationships import InferredRelationship, infer_relationships
+from packs.scan.shardread import read_shard_tables
 from packs.scan.shards import write_shards
 
 SAMPLE_BATCH = 25  # tables per sampling call, so progress moves on large schemas
@@ -112,23 +116,31 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
     await ctx.progress(2, 4, f"{connection}: {len(inferred)} inferred relationships")
 
     clock = time.perf_counter()
+    info = {"connection": connection, "driver": config.driver, "description": config.description,
+            "catalog": snapshot.catalog, "dialect": driver.dialect}
 
-    def assemble() -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        """Every table's artifact, and the diff against the previous run."""
+    def assemble() -> tuple[list[dict[str, Any]], dict[str, Any], bool]:
+        """Every table's artifact, the diff against the previous run, and whether nothing changed."""
         sample_map = {(s.db, s.table, s.column): s.model_dump(mode="json", by_alias=True) for s in samples}
         by_table: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for rel in inferred:
             by_table.setdefault((rel["fromDb"], rel["fromTable"]), []).append(rel)
         built = [table_artifact(t, sample_map, by_table.get((t.db, t.name), [])) for t in tables]
         before = before_read.result() if before_read is not None else {}
-        return built, diff_runs(before, {f"{data['db']}.{data['name']}": data for data in built})
+        # The shard's sample values stay while the distribution does (examples.py): the shard says what it shows.
+        stabilize(built, read_shard_tables(runtime.files, connection, previous, lambda: before))
+        after = {f"{data['db']}.{data['name']}": data for data in built}
+        same = previous is not None and after == before and read_run_info(runtime.project, connection,
+                                                                          previous) == info
+        return built, diff_runs(before, after), same
 
-    artifacts, diff = await ctx.run_blocking(assemble)
-    sync_id = new_sync_id()
+    artifacts, diff, unchanged = await ctx.run_blocking(assemble)
+    sync_id = previous if unchanged and previous is not None else new_sync_id()
     accepted = sum(1 for rel in inferred if rel["tier"] == "accepted")
     report: dict[str, Any] = {
         "syncId": sync_id, "runId": uuid.uuid4().hex, "trigger": trigger, "connection": connection,
         "driver": snapshot.driver, "previousSyncId": previous,
+        **({"unchangedSince": previous} if unchanged else {}),
         "counts": {"tables": sum(1 for t in tables if t.kind == "table"),
                    "views": sum(1 for t in tables if t.kind != "table"),
                    "columns": sum(len(t.columns) for t in tables),
@@ -141,11 +153,14 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
         "inferredRelationships": {"accepted": accepted, "review": len(inferred) - accepted},
         "timings": timings,
     }
-    info = {"connection": connection, "driver": config.driver, "description": config.description,
-            "catalog": snapshot.catalog, "dialect": driver.dialect}
     await ctx.progress(3, 4, f"{connection}: writing the run and the _schema shards")
 
     def write() -> None:
+        if unchanged:  # the latest run says it all: no new run; shards still follow it (one may have been removed)
+            write_shards(runtime.files, connection, sync_id, artifacts, author=ctx.principal)
+            timings["write_ms"] = _ms(clock)
+            timings["total_ms"] = _ms(started)
+            return
         # The report is the run's last file: its timings cover everything but writing it and the rename.
         with stage_run(runtime.project, connection, sync_id) as run:
             run.write("connection.json", json_bytes(info))
@@ -154,9 +169,12 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
             timings["write_ms"] = _ms(clock)
             timings["total_ms"] = _ms(started)
             run.write(REPORT_FILE, json_bytes(report))
+        pruned = prune_scan_runs(runtime.project, connection, runtime.config.runs)
+        if pruned:  # after the run is published, so its saved report cannot say it
+            report["prunedRuns"] = pruned
 
     await ctx.run_blocking(write)
-    await ctx.progress(4, 4, f"{connection}: scan {sync_id} done")
+    await ctx.progress(4, 4, f"{connection}: scan {sync_id} " + ("unchanged" if unchanged else "done"))
     return report
 
 

@@ -84,7 +84,7 @@ def _keep(target: Path, digest: str, data: dict[str, Any]) -> None:
 ShardCache = dict[str, tuple[tuple[int, int, int], dict[str, Any]]]  # path -> ((inode, mtime_ns, size), document)
 
 
-def read_shard_tables(files: FileStore, connection: str, sync_id: str,
+def read_shard_tables(files: FileStore, connection: str, sync_id: str | None,
                       run_tables: Callable[[], dict[str, dict[str, Any]]], cache: ShardCache | None = None
                       ) -> dict[str, dict[str, Any]]:
     """``db.name`` -> merged entry (scan keys plus everything people and tools added).

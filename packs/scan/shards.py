@@ -24,10 +24,11 @@ from ruamel.yaml.nodes import ScalarNode
 from khive.project.config import STATE_DIR
 from khive.project.store import FileStore
 from khive.project.yamldoc import schema_shard_yaml
+from packs.scan.examples import SHOWN
 
-SCAN_TABLE_KEYS = ("kind", "comment", "estimatedRows", "columns", "foreignKeys", "inferredRelationships",
-                   "droppedInSync")
-_RETIRED_TABLE_KEYS = ("syncId",)  # written per table before ADR 0021; a re-scan removes it
+SCAN_TABLE_KEYS = ("kind", "comment", "columns", "foreignKeys", "inferredRelationships", "droppedInSync")
+# syncId: written per table before ADR 0021; estimatedRows: before ADR 0033 (a live figure: the run has it)
+_RETIRED_TABLE_KEYS = ("syncId", "estimatedRows")
 _MANAGED_TABLE_KEYS = SCAN_TABLE_KEYS + _RETIRED_TABLE_KEYS
 SCAN_COLUMN_KEYS = ("name", "type", "nativeType", "dimensionType", "nullable", "default", "primaryKey", "comment",
                     "samples")
@@ -35,6 +36,9 @@ HEADER = ("# Written by khive scan. Keys the scan manages are replaced on every 
           f"#   tables: {', '.join(SCAN_TABLE_KEYS)}\n"
           f"#   columns: {', '.join(SCAN_COLUMN_KEYS)}\n"
           "# Add anything else (description, notes, ...) beside them; it is kept.\n")
+
+
+_RELATIONSHIP_KEYS = ("fromColumns", "toDb", "toTable", "toColumns", "tier")
 
 
 def shard_path(connection: str, catalog: str | None, schema: str) -> str:
@@ -59,8 +63,9 @@ def dump(data: CommentedMap) -> str:
 def scan_entry(table: dict[str, Any]) -> dict[str, Any]:
     """The scan-managed part of one table's shard entry, from its scan artifact.
 
-    No sync id: an entry changes only when the table does, so a re-scan of an unchanged schema rewrites
-    nothing (ADR 0021)."""
+    No sync id, no live figures (row estimates, sample frequencies, relationship confidence) and sample
+    values chosen to stay put (``examples.py``): an entry changes when the table does, or when its data's
+    distribution does, so a re-scan of an unchanged schema rewrites nothing (ADRs 0021, 0033)."""
     columns = []
     for column in table.get("columns", []):
         entry: dict[str, Any] = {"name": column["name"], "type": column["normalizedType"],
@@ -71,19 +76,20 @@ def scan_entry(table: dict[str, Any]) -> dict[str, Any]:
                 entry[key] = column[key]
         if column.get("primaryKey"):
             entry["primaryKey"] = True
-        values = (column.get("samples") or {}).get("values")
-        if values:
-            entry["samples"] = list(values[:10])
+        samples = column.get("samples") or {}
+        shown = samples.get("examples", (samples.get("values") or [])[:SHOWN])  # runs before ADR 0033: no examples
+        if shown:
+            entry["samples"] = list(shown)
         columns.append(entry)
     entry_out: dict[str, Any] = {"kind": table.get("kind", "table"), "columns": columns}
     if table.get("comment"):
         entry_out["comment"] = table["comment"]
-    if table.get("estimatedRows") is not None:
-        entry_out["estimatedRows"] = table["estimatedRows"]
     if table.get("foreignKeys"):
         entry_out["foreignKeys"] = [{"columns": list(fk["columns"]), "refDb": fk["refDb"], "refTable": fk["refTable"],
                                      "refColumns": list(fk["refColumns"])} for fk in table["foreignKeys"]]
-    accepted = [r for r in table.get("inferredRelationships", []) if r.get("tier") == "accepted"]
+    # Which relationships were accepted, not their confidence or evidence: those follow the sampled values.
+    accepted = [{key: rel[key] for key in _RELATIONSHIP_KEYS if key in rel}
+                for rel in table.get("inferredRelationships", []) if rel.get("tier") == "accepted"]
     if accepted:
         entry_out["inferredRelationships"] = accepted
     return entry_out

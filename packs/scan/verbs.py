@@ -82,9 +82,10 @@ def tables(params: TablesParams, ctx: Context) -> dict[str, Any]:
     """Tables of the latest scan: name, kind, comment, row estimate, column count."""
     sync = _require_scan(ctx, params.connection)
     entries = _shard_tables(ctx, params.connection, sync)
+    live = _run_tables(ctx, params.connection, sync)  # row estimates are live figures: the run has them, not the shard
     rows = [{"id": key, "db": entry["db"], "name": entry["name"], "kind": entry.get("kind"),
              "comment": entry.get("description") or entry.get("comment"),
-             "estimatedRows": entry.get("estimatedRows"), "columns": len(entry.get("columns") or [])}
+             "estimatedRows": (live.get(key) or {}).get("estimatedRows"), "columns": len(entry.get("columns") or [])}
             for key, entry in sorted(entries.items())
             if not entry.get("droppedInSync") and (params.schema_ is None or entry["db"] == params.schema_)]
     if params.query:
@@ -131,7 +132,8 @@ def entity(params: EntityParams, ctx: Context) -> dict[str, Any]:
     if column is None:
         names = ", ".join(c["name"] for c in table["columns"])
         raise NotFound(f"table {key} has no column {params.column!r}; columns: {names}", code="column_not_found")
-    shard_column: dict[str, Any] = next((c for c in shard.get("columns") or [] if c.get("name") == column["name"]), {})
+    shard_column: dict[str, Any] = next((c for c in shard.get("columns") or [] if c.get("name") == column["name"]),
+                                        {})
     extra = {k: v for k, v in shard_column.items() if k not in column}
     return {**{k: result[k] for k in ("connectionId", "syncId", "id", "tableRef", "usage")},
             "column": {**column, **extra},

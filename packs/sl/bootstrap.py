@@ -1,8 +1,16 @@
 """``sl.bootstrap(connection)``: one source per scanned table, from the ``_schema`` shards of the latest scan.
 
 Generated: typed columns, grain from primary keys, joins from declared foreign keys and accepted
-inferred relationships (many_to_one from child to parent, one_to_many back), a row count measure,
-sums of amount-like numeric columns, and table/column comments as ``db`` descriptions.
+inferred relationships (many_to_one from child to parent, one_to_many back; a second relationship to the
+same source is kept under a join ``role``), a row count measure, measures from what the numeric columns'
+names say (``guesses.py``: amounts and quantities summed, prices and rates averaged, revenue only when
+price x quantity is evident) explained in ``descriptions.bootstrap``, and table/column comments as ``db``
+descriptions.
+
+Source names are the table's name, made deterministic across connections (ADR 0033): a name that
+several schemas of the connection share is prefixed with the schema, a name that a table of another
+scanned connection shares is prefixed with the connection (in every connection that has it, whichever is
+bootstrapped first), and a name still taken gets a number. The answer lists every rename with its reason.
 
 A file that exists is merged, never overwritten: missing columns, measures and joins are added and
 ``db`` descriptions refreshed; everything else (user/ai descriptions, hand-written measures, comments)
@@ -22,6 +30,7 @@ from sqlglot import exp
 from khive.context import Context
 from khive.errors import NotFound, WriteConflict
 from khive.project.yamldoc import plain, safe_yaml
+from packs.sl.guesses import guess, misread
 from packs.sl.index import known_sources
 from packs.sl.models import NAME_RE, Source
 from packs.sl.store import dump_yaml, list_sources, load_yaml, source_path, to_commented
@@ -31,7 +40,6 @@ HEADER = ("# Written by sl.bootstrap from the latest scan. Edit freely: a later 
           "# columns, measures and joins and refreshes descriptions.db; everything else you write is kept.\n")
 TYPE_MAP = {"number": "number", "integer": "number", "timestamp": "time", "date": "time", "time": "time",
             "boolean": "boolean"}
-AMOUNT_RE = re.compile(r"amount|total|price|revenue|cost|qty|quantity", re.IGNORECASE)
 KEY_ORDER = ("name", "descriptions", "table", "sql", "grain", "columns", "measures", "joins", "segments", "usage")
 
 
@@ -67,10 +75,13 @@ class _Existing:
         self.paths: dict[str, str] = {}
         self.by_table: dict[str, list[str]] = {}
         self.broken: dict[str, list[str]] = {}
+        self.data: dict[str, Any] = {}  # each valid file's content as plain data
         for _, name, path in list_sources(files, connection):
             text = files.read_text(path) or ""
             self.texts[name], self.paths[name] = text, path
             source, problems, data = check_model(text, path)
+            if source is not None:
+                self.data[name] = plain(data)
             table = source.table if source else (data.get("table") if isinstance(data, Mapping) else None)
             if source is None:
                 self.broken[name] = [str(p) for p in problems]
@@ -78,13 +89,16 @@ class _Existing:
                 self.by_table.setdefault(table.casefold(), []).append(name)
 
 
-def _plan_names(tables: Mapping[str, dict[str, Any]], existing: _Existing, connection: str, elsewhere: set[str],
-                skipped: list[dict[str, Any]]) -> dict[str, str]:
-    """table key -> source name: the source already reading it, else a fresh, unique name."""
+def _plan_names(tables: Mapping[str, dict[str, Any]], existing: _Existing, connection: str,
+                elsewhere: Mapping[str, str], other_tables: Mapping[str, list[str]], skipped: list[dict[str, Any]],
+                renamed: list[dict[str, str]]) -> dict[str, str]:
+    """table key -> source name: the source already reading it, else a fresh name by the rules of the module
+    docstring; ``elsewhere`` maps other connections' source names to their connection, ``other_tables`` a
+    folded table name to the other scanned connections that have such a table."""
     plain_count: dict[str, int] = {}
     for entry in tables.values():
         plain_count[safe_name(entry["name"])] = plain_count.get(safe_name(entry["name"]), 0) + 1
-    taken = set(existing.texts) | elsewhere
+    taken = set(existing.texts) | set(elsewhere)
     names: dict[str, str] = {}
     for key, entry in sorted(tables.items()):
         base = safe_name(entry["name"])
@@ -100,11 +114,20 @@ def _plan_names(tables: Mapping[str, dict[str, Any]], existing: _Existing, conne
             skipped.append({"table": key, "reason": f"{existing.paths[base]} is not a valid source; fix it, then "
                                                     "bootstrap again"})
             continue
+        reasons = [] if base == entry["name"] else [f"{entry['name']!r} is not a valid source name"]
+        clashes = other_tables.get(base.casefold(), [])
         if plain_count[base] > 1:
+            reasons.append(f"several schemas of {connection} have a table {entry['name']}")
             base = safe_name(f"{entry['db']}_{entry['name']}")
-        if base in elsewhere:
+        if clashes or base in elsewhere:
+            reasons.append(f"connection {', '.join(clashes)} also has a table {entry['name']}" if clashes
+                           else f"source {base} belongs to connection {elsewhere[base]}")
             base = safe_name(f"{connection}_{base}")
         names[key] = _free(base, taken)
+        if names[key] != base:
+            reasons.append(f"{base} is taken by another source")
+        if reasons:
+            renamed.append({"table": key, "source": names[key], "reason": "; ".join(reasons)})
     return names
 
 
@@ -129,17 +152,22 @@ def generate(tables: Mapping[str, dict[str, Any]], names: Mapping[str, str], dia
                 item["descriptions"] = {"db": str(column["comment"])}
             columns.append(item)
         column_names[key] = renamed
+        keys = {c for fk in entry.get("foreignKeys") or [] for c in fk.get("columns") or []}
+        guessed = guess(str(entry["name"]), list(entry.get("columns") or []), renamed, {c["name"] for c in columns},
+                        f"{name}_count", keys)
         data: dict[str, Any] = {"name": name}
-        if entry.get("comment"):
-            data["descriptions"] = {"db": str(entry["comment"])}
+        descriptions = {key: text for key, text in (("db", entry.get("comment")),
+                                                    ("bootstrap", guessed.description())) if text}
+        if descriptions:
+            data["descriptions"] = {key: str(text) for key, text in descriptions.items()}
         data["table"] = key
         grain = [renamed[str(c["name"])] for c in entry.get("columns") or [] if c.get("primaryKey")]
         if grain:
             data["grain"] = grain
         data["columns"] = columns
-        data["measures"] = _measures(name, entry, renamed, {c["name"] for c in columns})
+        data["measures"] = guessed.measures
         sources[name] = data
-    reverse: list[tuple[str, str, list[tuple[str, str]], str]] = []
+    reverse: list[tuple[str, str, list[tuple[str, str]], str, str]] = []
     for child_key, rels in _relationships(tables).items():
         for parent_key, child_cols, parent_cols in rels:
             child, parent = names.get(child_key), names.get(parent_key)
@@ -153,38 +181,31 @@ def generate(tables: Mapping[str, dict[str, Any]], names: Mapping[str, str], dia
             if not on or len(on) != len(child_cols):
                 continue
             one = set(sources[child].get("grain") or []) == {a for a, _ in on}
-            _add_join(sources[child], parent, on, "one_to_one" if one else "many_to_one", notes)
+            role = _role(child_cols)
+            _add_join(sources[child], parent, on, "one_to_one" if one else "many_to_one", role)
             if child != parent:  # the way back, added after every source's own keys
-                reverse.append((parent, child, [(b, a) for a, b in on], "one_to_one" if one else "one_to_many"))
-    for parent, child, on, relationship in reverse:
-        _add_join(sources[parent], child, on, relationship, notes)
+                reverse.append((parent, child, [(b, a) for a, b in on], "one_to_one" if one else "one_to_many",
+                                f"{child}_by_{role}"))
+    for parent, child, on, relationship, role in reverse:
+        _add_join(sources[parent], child, on, relationship, role)
+    for source in sources.values():
+        _name_roles(source, notes)
     return sources
 
 
-def _measures(name: str, entry: dict[str, Any], renamed: Mapping[str, str], columns: set[str]) -> list[dict[str, Any]]:
-    taken = set(columns)
-    table = entry["name"]
-    measures = [{"name": _free(f"{name}_count", taken), "agg": "count", "description": f"Number of {table} rows"}]
-    fk_columns = {c for fk in entry.get("foreignKeys") or [] for c in fk.get("columns") or []}
-    for column in entry.get("columns") or []:
-        original = str(column["name"])
-        numeric = column.get("type") in ("number", "integer") and column.get("dimensionType") != "identifier"
-        if (not numeric or column.get("primaryKey") or original in fk_columns or original.lower().endswith("_id")
-                or not AMOUNT_RE.search(original)):
-            continue
-        cname = renamed[original]
-        measure = f"sum_{cname}" if cname.lower().startswith("total") else f"total_{cname}"
-        measures.append({"name": _free(measure, taken), "agg": "sum", "expr": cname,
-                         "description": f"Sum of {original}"})
-    return measures
+def _role(columns: list[str]) -> str:
+    """A join's role from its columns: ``original_language_id`` -> ``original_language``."""
+    parts = [re.sub(r"(?i)_?id$", "", column) or column for column in columns]
+    return safe_name("_".join(parts))
 
 
 def _relationships(tables: Mapping[str, dict[str, Any]]) -> dict[str, list[tuple[str, list[str], list[str]]]]:
-    """child table key -> [(parent key, child columns, parent columns)] from FKs and accepted inferences."""
+    """child table key -> [(parent key, child columns, parent columns)] from FKs (by parent and columns, so the
+    first declared of two joins to one source does not depend on the driver) and accepted inferences."""
     out: dict[str, list[tuple[str, list[str], list[str]]]] = {}
     for key, entry in sorted(tables.items()):
-        rels = [(f"{fk['refDb']}.{fk['refTable']}", list(fk["columns"]), list(fk["refColumns"]))
-                for fk in entry.get("foreignKeys") or []]
+        rels = sorted((f"{fk['refDb']}.{fk['refTable']}", list(fk["columns"]), list(fk["refColumns"]))
+                      for fk in entry.get("foreignKeys") or [])  # drivers list keys in their own orders
         rels += [(f"{rel['toDb']}.{rel['toTable']}", list(rel["fromColumns"]), list(rel["toColumns"]))
                  for rel in entry.get("inferredRelationships") or [] if rel.get("tier", "accepted") == "accepted"]
         seen: set[tuple[str, tuple[str, ...]]] = set()
@@ -195,13 +216,29 @@ def _relationships(tables: Mapping[str, dict[str, Any]]) -> dict[str, list[tuple
     return out
 
 
-def _add_join(source: dict[str, Any], to: str, on: list[tuple[str, str]], relationship: str, notes: list[str]) -> None:
+def _add_join(source: dict[str, Any], to: str, on: list[tuple[str, str]], relationship: str, role: str) -> None:
+    """Add a join unless the same one is there; ``_role`` (kept aside) names it if another join has its target."""
     joins = source.setdefault("joins", [])
-    if any(join["to"] == to for join in joins):
-        notes.append(f"{source['name']}: a second relationship to {to} ({', '.join(a for a, _ in on)}) was not "
-                     f"added; a source joins another at most once")
+    keys = [{"from": a, "to": b} for a, b in on]
+    if any(join["to"] == to and join["on"] == keys for join in joins):
         return
-    joins.append({"to": to, "on": [{"from": a, "to": b} for a, b in on], "relationship": relationship})
+    joins.append({"to": to, "on": keys, "relationship": relationship, "_role": role})
+
+
+def _name_roles(source: dict[str, Any], notes: list[str]) -> None:
+    """Give every join whose target another join shares its role (unique within the source); drop the rest."""
+    joins = source.get("joins") or []
+    targets = [join["to"] for join in joins]
+    used: set[str] = set()
+    for join in joins:
+        role = join.pop("_role")
+        if targets.count(join["to"]) > 1:
+            join["role"] = _free(role, used)
+    shared = sorted({t for t in targets if targets.count(t) > 1})
+    for target in shared:
+        roles = ", ".join(j["role"] for j in joins if j["to"] == target)
+        notes.append(f"{source['name']} joins {target} {targets.count(target)} ways (roles {roles}); a query picks "
+                     f"one with via=[role], else the first declared is used")
 
 
 def merge(document: CommentedMap, fresh: Mapping[str, Any]) -> None:
@@ -217,28 +254,42 @@ def merge(document: CommentedMap, fresh: Mapping[str, Any]) -> None:
             columns.append(to_commented(column))
         else:
             _set_db(current, (column.get("descriptions") or {}).get("db"))
-    for key, identity in (("measures", "name"), ("joins", "to")):
+    _set_origin(document, "bootstrap", (fresh.get("descriptions") or {}).get("bootstrap"))
+    for key in ("measures", "joins"):
         items = fresh.get(key) or []
         if not items:
             continue
         seq = _seq(document, key)
-        have = {item.get(identity) for item in seq if isinstance(item, CommentedMap)}
-        seq.extend(to_commented(item) for item in items if item[identity] not in have)
+        have = {_identity(key, plain(item)) for item in seq if isinstance(item, CommentedMap)}
+        seq.extend(to_commented(item) for item in items if _identity(key, item) not in have)
     for key in ("columns", "measures", "joins"):
         if key in document and not document[key]:
             del document[key]
 
 
+def _identity(key: str, item: Mapping[str, Any]) -> Any:
+    """A measure is its name; a join its target and columns (two joins to one source differ in their columns)."""
+    if key == "measures":
+        return item.get("name")
+    on = tuple((k.get("from"), k.get("to")) for k in item.get("on") or [] if isinstance(k, Mapping))
+    return item.get("to"), on
+
+
 def _set_db(node: CommentedMap, text: str | None) -> None:
+    _set_origin(node, "db", text)
+
+
+def _set_origin(node: CommentedMap, origin: str, text: str | None) -> None:
+    """Refresh the description of ``origin`` (what bootstrap derives: db, bootstrap); other origins stay."""
     descriptions = node.get("descriptions")
     if text:
         if not isinstance(descriptions, CommentedMap):
             descriptions = CommentedMap()
             _put(node, "descriptions", descriptions)
-        if descriptions.get("db") != text:
-            descriptions["db"] = text
-    elif isinstance(descriptions, CommentedMap) and "db" in descriptions:
-        del descriptions["db"]
+        if descriptions.get(origin) != text:
+            descriptions[origin] = text
+    elif isinstance(descriptions, CommentedMap) and origin in descriptions:
+        del descriptions[origin]
         if not descriptions:
             del node["descriptions"]
 
@@ -268,12 +319,14 @@ def bootstrap_connection(ctx: Context, connection: str) -> dict[str, Any]:
     if not tables:
         raise NotFound(f"connection {connection!r} has no scanned tables; run `khive scan {connection}` first",
                        code="scan_missing", details={"connection": connection})
-    known = known_sources(runtime.index)
-    elsewhere = {name for name, k in known.items() if k.connection != connection}
+    known = known_sources(runtime.index)  # refreshes the index: the other connections' tables are in it too
+    elsewhere = {name: k.connection for name, k in known.items() if k.connection != connection}
     existing = _Existing(files, connection)
     skipped: list[dict[str, Any]] = []
     notes: list[str] = []
-    names = _plan_names(tables, existing, connection, elsewhere, skipped)
+    renamed: list[dict[str, str]] = []
+    names = _plan_names(tables, existing, connection, elsewhere, _other_tables(runtime.index, connection), skipped,
+                        renamed)
     for name, problems in existing.broken.items():
         skipped.append({"source": name, "reason": "the file is not a valid source; fix it, then bootstrap again",
                         "problems": problems})
@@ -286,6 +339,15 @@ def bootstrap_connection(ctx: Context, connection: str) -> dict[str, Any]:
         if old is None:
             planned[name] = (source_path(connection, name), None, HEADER + dump_yaml(to_commented(data)))
             continue
+        current = existing.data.get(name, {})
+        notes += [f"{name}: measure {m['name']} sums {m['expr']}, which reads as a price or rate; sl.bootstrap never "
+                  "removes a measure: delete it if it was not meant" for m in current.get("measures") or []
+                  if isinstance(m, dict) and misread(m)]
+        trial = to_commented(current)  # the merge on plain data first: a round-trip parse only for a file it changes
+        merge(trial, data)
+        if plain(trial) == current:
+            planned[name] = (existing.paths[name], old, old)
+            continue
         try:
             document = load_yaml(old)
         except YAMLError:
@@ -293,7 +355,19 @@ def bootstrap_connection(ctx: Context, connection: str) -> dict[str, Any]:
         before = plain(document)
         merge(document, data)
         planned[name] = (existing.paths[name], old, old if plain(document) == before else dump_yaml(document))
-    return _write_plan(ctx, connection, dialect, planned, known, tables, skipped, notes)
+    report = _write_plan(ctx, connection, dialect, planned, known, tables, skipped, notes)
+    return {**report, "renamed": renamed}
+
+
+def _other_tables(index: Any, connection: str) -> dict[str, list[str]]:
+    """Folded source-safe table name -> the other scanned connections that have a table of that name."""
+    found: dict[str, set[str]] = {}
+    for row in index.documents(kind="table"):
+        meta = row["metadata"]
+        other, table = meta.get("connectionId"), (meta.get("tableRef") or {}).get("name")
+        if other and other != connection and table:
+            found.setdefault(safe_name(str(table)).casefold(), set()).add(str(other))
+    return {name: sorted(connections) for name, connections in found.items()}
 
 
 def _write_plan(ctx: Context, connection: str, dialect: str, planned: dict[str, tuple[str, str | None, str]],

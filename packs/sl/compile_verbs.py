@@ -68,6 +68,9 @@ class CompileParams(Params):
     time_grain: Literal["day", "week", "month", "quarter", "year"] | None = None
     order_by: list[str] = Field(default_factory=list, max_length=MAX_ITEMS,
                                 description="measure or dimension names, optional ' desc'")
+    via: list[str] = Field(default_factory=list, max_length=MAX_ITEMS,
+                           description="sources or join roles the join path must go through, "
+                                       "e.g. [\"customer\"] for payment -> customer -> store")
     limit: int | None = Field(default=None, ge=1, description="LIMIT of the compiled query")
     include: list[Include] = Field(default_factory=lambda: list[Include](["sql"]), description="sql and/or plan")
 
@@ -78,7 +81,7 @@ def _compile(params: CompileParams, ctx: Context) -> tuple[Compiled, list[str], 
     try:
         compiled = compile_query(sources, measures=params.measures, dimensions=params.dimensions,
                                  filters=params.filters, segments=params.segments, time_grain=params.time_grain,
-                                 order_by=params.order_by, limit=params.limit, dialect=dialect)
+                                 order_by=params.order_by, limit=params.limit, dialect=dialect, via=params.via)
     except CompileError as exc:
         if not problems:
             raise

@@ -16,7 +16,7 @@ NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 ColumnType = Literal["string", "number", "time", "boolean"]
 Aggregation = Literal["sum", "count", "count_distinct", "avg", "min", "max", "median", "derived"]
 Relationship = Literal["one_to_one", "many_to_one", "one_to_many"]
-DESCRIPTION_PRIORITY = ("user", "db", "ai")
+DESCRIPTION_PRIORITY = ("user", "db", "ai", "bootstrap")
 
 
 class _Model(BaseModel):
@@ -33,6 +33,7 @@ class Descriptions(_Model):
     user: str | None = None
     db: str | None = None
     ai: str | None = None
+    bootstrap: str | None = None  # what sl.bootstrap guessed and why, for a reviewer to judge (ADR 0033)
 
     def resolved(self) -> str | None:
         for origin in DESCRIPTION_PRIORITY:
@@ -83,6 +84,14 @@ class Join(_Model):
     to: str  # another source of the same connection
     on: list[JoinKey] = Field(min_length=1)
     relationship: Relationship = "many_to_one"
+    role: str | None = Field(default=None, description="names this join when a source joins the same source more "
+                                                       "than once (e.g. original_language); a query picks it with "
+                                                       "via=[role]")
+
+    @field_validator("role")
+    @classmethod
+    def _role_name(cls, value: str | None) -> str | None:
+        return None if value is None else _name(value)
 
 
 class Segment(_Model):
@@ -126,6 +135,11 @@ class Source(_Model):
             duplicates = sorted({n for n in names if names.count(n) > 1})
             if duplicates:
                 raise ValueError(f"source {self.name!r} declares {kind}(s) {', '.join(duplicates)} more than once")
+        roles = [j.role for j in self.joins if j.role is not None]
+        repeated = sorted({r for r in roles if roles.count(r) > 1})
+        if repeated:
+            raise ValueError(f"source {self.name!r} names join role(s) {', '.join(repeated)} more than once; give "
+                             "each join its own role")
         known = {c.name for c in self.columns}
         missing = [g for g in self.grain if g not in known]
         if missing:

@@ -3,7 +3,7 @@
 Files are read and written with ruamel's round-trip mode, and every edit is a structural merge into
 the loaded document, never a re-dump of a model: comments, key order and the untouched parts of a
 file survive ``sl.write`` and ``sl.bootstrap``. Items of ``columns``, ``measures`` and ``segments``
-are matched by ``name`` and joins by ``to``, so a comment on an item stays with that item.
+are matched by ``name`` and joins by ``to`` and ``role``, so a comment on an item stays with that item.
 """
 
 from __future__ import annotations
@@ -105,12 +105,18 @@ def apply(target: CommentedMap, new: Mapping[str, Any], *, prune: bool) -> Comme
     return target
 
 
+def item_key(item: Mapping[str, Any], identity: str) -> str:
+    """What identifies a list item: its name, or a join's target and role (a source may join another twice)."""
+    key = str(item.get(identity))
+    return f"{key} as {item['role']}" if identity == "to" and item.get("role") else key
+
+
 def _apply_named(current: CommentedSeq, items: list[Any], identity: str, *, prune: bool) -> None:
-    existing = {str(item.get(identity)): item for item in current if isinstance(item, CommentedMap)}
+    existing = {item_key(item, identity): item for item in current if isinstance(item, CommentedMap)}
     ordered: list[Any] = []  # in the order of ``items``
     added: list[Any] = []
     for item in items:
-        match = existing.pop(str(item.get(identity)), None) if isinstance(item, Mapping) else None
+        match = existing.pop(item_key(item, identity), None) if isinstance(item, Mapping) else None
         if match is not None and isinstance(item, Mapping):
             ordered.append(apply(match, item, prune=prune))
         else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sqlite3
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,10 @@ def test_overview_names_what_is_stale_with_its_fix(library_project: Path, tmp_pa
     config = project / "khive.yaml"
     added = "  archive:\n    driver: sqlite\n    path: data/old.sqlite\n"
     config.write_text(config.read_text(encoding="utf-8") + added, encoding="utf-8")
+    db = sqlite3.connect(project / "data" / "library.sqlite")  # a schema change, so the scan writes a new run
+    db.execute("CREATE TABLE branches (id INTEGER PRIMARY KEY, name TEXT)")
+    db.commit()
+    db.close()
     ok(khive("scan", "library", cwd=project))  # a scan newer than the ingest
     page = project / "wiki" / "global" / "lending" / "late-fees.md"
     page.write_text(page.read_text(encoding="utf-8").replace("---\n", "---\nstale_since: 2026-01-05\n", 1),

@@ -24,7 +24,8 @@ def test_starter_config_is_valid(tmp_path: Path) -> None:
     assert config.auth.default == "allow" and config.audit.store == "sqlite"
     for directory in ("wiki/global", "wiki/users/ann", "semantic-layer", "raw-sources", "_schema", ".khive"):
         assert (tmp_path / directory).is_dir()
-    assert (tmp_path / ".gitignore").read_text() == ".khive/\n"
+    ignored = (tmp_path / ".gitignore").read_text().splitlines()
+    assert {".khive/", "raw-sources/*/live-database/", "raw-sources/*/historic-sql/"} <= set(ignored)
     assert STARTER_CONFIG in (tmp_path / "khive.yaml").read_text()
 
 

@@ -19,7 +19,7 @@ __all__ = ["TIME_GRAINS", "AdHocMeasure", "CompileError", "Compiled", "compile_q
 def compile_query(sources: Mapping[str, Source], *, measures: Sequence[str | AdHocMeasure],
                   dimensions: Sequence[str] = (), filters: Sequence[str] = (), segments: Sequence[str] = (),
                   time_grain: str | None = None, order_by: Sequence[str] = (), limit: int | None = None,
-                  dialect: str) -> Compiled:
+                  dialect: str, via: Sequence[str] = ()) -> Compiled:
     """Compile measures by dimensions (names ``source.name``, unqualified when unique) to SQL in ``dialect``."""
     if time_grain is not None and time_grain not in TIME_GRAINS:
         raise CompileError(f"time_grain {time_grain!r} is not one of {', '.join(TIME_GRAINS)}", code="invalid_args")
@@ -27,6 +27,6 @@ def compile_query(sources: Mapping[str, Source], *, measures: Sequence[str | AdH
         raise CompileError(f"limit must be >= 0, got {limit}", code="invalid_args")
     plan, catalog = plan_query(sources, measures=list(measures), dimensions=list(dimensions), filters=list(filters),
                                segments=list(segments), time_grain=time_grain, order_by=list(order_by), limit=limit,
-                               dialect=dialect.lower())
+                               dialect=dialect.lower(), via=list(via))
     sql = SqlBuilder(plan, catalog).build()
     return Compiled(sql, plan.describe(), list(plan.notes))

@@ -13,7 +13,8 @@ Paths that are still tied after that are *ambiguous*. When they differ only in w
 joins between the same two sources they use (role-playing joins), the first declared join is
 taken and a note says so. When they run through different sources, nothing principled picks one
 and the query is refused (``ambiguous_join_path``) with the candidate paths, so the caller can
-add a dimension or filter on the intended intermediate source.
+name the path: ``via`` lists sources the tree must go through and join roles it must use (a role
+names one of several joins between two sources; ``restricted`` drops the others, ADR 0033).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class Edge:
     keys: tuple[tuple[str, str], ...]  # (column of left, column of right)
     order: int  # declaration order; an implied reverse edge shares its declared edge's number
     declared: bool = True
+    role: str | None = None  # the declared join's role; its reverse carries the same
 
     @property
     def weight(self) -> int:
@@ -49,7 +51,8 @@ class Edge:
 
     def describe(self) -> dict[str, object]:
         return {"from": self.left, "to": self.right, "relationship": self.relationship,
-                "on": [{"from": f"{self.left}.{a}", "to": f"{self.right}.{b}"} for a, b in self.keys]}
+                "on": [{"from": f"{self.left}.{a}", "to": f"{self.right}.{b}"} for a, b in self.keys],
+                **({"role": self.role} if self.role else {})}
 
 
 @dataclass
@@ -65,6 +68,25 @@ class JoinGraph:
 
     def incoming(self, node: str) -> list[Edge]:
         return self.into.get(node, [])
+
+    def roles(self) -> dict[str, list[Edge]]:
+        """role -> the declared joins that carry it (a role is unique per source, not per connection)."""
+        found: dict[str, list[Edge]] = {}
+        for outgoing in self.edges.values():
+            for edge in outgoing:
+                if edge.role and edge.declared:
+                    found.setdefault(edge.role, []).append(edge)
+        return found
+
+    def restricted(self, roles: Iterable[str]) -> JoinGraph:
+        """The graph without the joins that compete with a chosen role: between the two sources a chosen role
+        joins, only the joins of that role (either way) stay."""
+        chosen = [edge for role in roles for edge in self.roles().get(role, [])]
+        pairs = {frozenset((edge.left, edge.right)): edge.role for edge in chosen}
+        edges = {node: [edge for edge in outgoing
+                        if pairs.get(frozenset((edge.left, edge.right)), edge.role) == edge.role]
+                 for node, outgoing in self.edges.items()}
+        return JoinGraph(edges, self.dangling)
 
 
 _CACHE: list[tuple[tuple[tuple[str, Source], ...], JoinGraph]] = []  # recent graphs, by their sources' identity
@@ -94,14 +116,14 @@ def _build_graph(sources: Mapping[str, Source]) -> JoinGraph:
             if join.to not in sources:
                 dangling.append(f"{name} -> {join.to}")
                 continue
-            edges[name].append(Edge(name, join.to, join.relationship, keys, order))
+            edges[name].append(Edge(name, join.to, join.relationship, keys, order, role=join.role))
             declared.add((name, join.to, frozenset(keys)))
             order += 1
     for edge in [edge for outgoing in edges.values() for edge in outgoing]:
         swapped = tuple((b, a) for a, b in edge.keys)
         if (edge.right, edge.left, frozenset(swapped)) not in declared:
             edges[edge.right].append(Edge(edge.right, edge.left, _REVERSE[edge.relationship], swapped, edge.order,
-                                          declared=False))
+                                          declared=False, role=edge.role))
     for outgoing in edges.values():
         outgoing.sort(key=lambda e: (e.right, e.order))
     return JoinGraph(edges, dangling)
@@ -192,14 +214,16 @@ def _add_path(tree: JoinTree, graph: JoinGraph, cost: dict[str, Cost], needed: s
             paths = [p for left in via for p in _paths(graph, cost, needed, tree.root, left, exact=True)]
             raise CompileError(
                 f"the join path from {tree.root} to {target} is ambiguous: equally short paths "
-                f"{_or(paths, node)}; add a dimension or filter on the source you mean to go through",
+                f"{_or(paths, node)}; name the one you mean with via (e.g. via=[\"{via[0]}\"])",
                 code="ambiguous_join_path",
                 details={"from": tree.root, "to": target, "paths": [[*p, node] for p in paths]})
         chosen = min(best, key=lambda e: e.order)
         if len(best) > 1:
             keys = " / ".join(_keys(e) for e in sorted(best, key=lambda e: e.order))
+            others = [e.role for e in sorted(best, key=lambda e: e.order) if e.role and e is not chosen]
+            hint = f"; choose another with via (e.g. via=[\"{others[0]}\"])" if others else ""
             tree.notes.append(f"ambiguous join {chosen.left} -> {node}: {len(best)} joins ({keys}); "
-                              f"used the first declared ({_keys(chosen)})")
+                              f"used the first declared ({_keys(chosen)}){hint}")
         if len({e.left for e in lightest}) > 1:
             paths = [p for left in sorted({e.left for e in lightest})
                      for p in _paths(graph, cost, needed, tree.root, left, exact=False)]

@@ -9,7 +9,9 @@ need, cycles refused):
    to every required source, one_to_many hops weighing 10 and many_to_one / one_to_one hops 1.
    Equally short paths through different sources are broken in favour of the path that brings in
    fewest sources the query does not otherwise use; if that does not decide, the query is refused
-   as ``ambiguous_join_path`` with the candidates. Equally short paths that differ only in which of
+   as ``ambiguous_join_path`` with the candidates. ``via`` names the path: its sources are required
+   too and must lie on the way to what the query reads, its join roles keep only that join between
+   the two sources they connect (``invalid_via`` otherwise). Equally short paths that differ only in which of
    several joins between the same two sources they take use the first declared join, with a note.
    Required sources the group's source cannot reach: ``disconnected_sources``, naming them.
 2. **Fan-out.** A tree node is on the group's *own side* when the path to it is only many_to_one /
@@ -36,11 +38,12 @@ need, cycles refused):
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from packs.sl.compiler.graph import Edge, JoinTree, build_graph, join_tree
+from packs.sl.compiler.graph import Edge, JoinGraph, JoinTree, build_graph, join_tree
 from packs.sl.compiler.model import AdHocMeasure, CompileError, DimRef, MeasureRef, Predicate
 from packs.sl.compiler.resolve import Catalog
 from packs.sl.models import Source
@@ -108,7 +111,7 @@ class Plan:
 
 def plan_query(sources: Mapping[str, Source], *, measures: list[str | AdHocMeasure], dimensions: list[str],
                filters: list[str], segments: list[str], time_grain: str | None, order_by: list[str],
-               limit: int | None, dialect: str) -> tuple[Plan, Catalog]:
+               limit: int | None, dialect: str, via: list[str] | None = None) -> tuple[Plan, Catalog]:
     if not measures:
         raise CompileError("name at least one measure (source.measure)", code="invalid_args")
     catalog = Catalog(sources, dialect)
@@ -128,11 +131,15 @@ def plan_query(sources: Mapping[str, Source], *, measures: list[str | AdHocMeasu
     predicates = [catalog.predicate(text) for text in filters] + [catalog.segment(name) for name in segments]
     required = {d.source for d in dims} | {s for p in predicates for s in p.sources}
     graph = build_graph(sources)
+    via_sources, via_roles = _resolve_via(via or [], sources, graph)
+    if via_roles:
+        graph = graph.restricted(via_roles)
     groups: list[Group] = []
     for source in dict.fromkeys(m.source for m in refs):
         wanted = [m for m in refs if m.source == source]
         base = list(dict.fromkeys(b for m in wanted for b in catalog.base_measures(m)))
-        tree = join_tree(graph, source, required)
+        tree = join_tree(graph, source, required | set(via_sources))
+        _check_via(tree, required, via_sources, via_roles)
         notes += [n for n in tree.notes if n not in notes]
         crossings = [edge for edge in tree.edges if edge.fans_out and not tree.fans_out(edge.left)]
         group = Group(source, wanted, base, tree, crossings)
@@ -151,6 +158,41 @@ def plan_query(sources: Mapping[str, Source], *, measures: list[str | AdHocMeasu
     plan = Plan(dialect, groups, dims, {m.qualified: outputs[(m.source, m.name)] for m in refs}, predicates,
                 [_order_item(item, labels) for item in order_by], limit, time_grain, notes)
     return plan, catalog
+
+
+def _resolve_via(via: list[str], sources: Mapping[str, Source], graph: JoinGraph) -> tuple[list[str], list[str]]:
+    """``via`` split into source names and join roles; anything else is an unknown name."""
+    roles = graph.roles()
+    named, chosen = [], []
+    for item in dict.fromkeys(via):
+        if item in sources:
+            named.append(item)
+        elif item in roles:
+            chosen.append(item)
+        else:
+            known = sorted({*sources, *roles})
+            close = difflib.get_close_matches(item, known, n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(close)}?" if close else f"; sources: {', '.join(sorted(sources))}"
+            raise CompileError(f"via {item!r} is neither a source nor a join role of this connection{hint}",
+                               code="unknown_name", details={"kind": "via", "name": item})
+    return named, chosen
+
+
+def _check_via(tree: JoinTree, required: set[str], via_sources: list[str], via_roles: list[str]) -> None:
+    """Each ``via`` source lies on the way to something the query reads, each role is a join the tree takes."""
+    ways = {node for target in required if target in tree.parent or target == tree.root
+            for node in [tree.root, target, *(edge.left for edge in tree.path(target))]}
+    for source in via_sources:
+        if source not in ways:
+            raise CompileError(f"via {source!r}: the query's dimensions and filters are reached from {tree.root} "
+                               f"without going through {source}; name a source on the path, or drop it from via",
+                               code="invalid_via", details={"via": source, "measure_source": tree.root})
+    used = {edge.role for edge in tree.parent.values() if edge.role}
+    for role in via_roles:
+        if role not in used:
+            raise CompileError(f"via {role!r}: the query reaches {', '.join(sorted(required)) or 'nothing'} from "
+                               f"{tree.root} without that join; name a join role on the path, or drop it from via",
+                               code="invalid_via", details={"via": role, "measure_source": tree.root})
 
 
 def _check_fan_out(group: Group, dims: list[DimRef], predicates: list[Predicate]) -> None:

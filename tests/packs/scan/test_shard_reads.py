@@ -98,7 +98,11 @@ async def test_entity_shows_usage_written_into_the_shard(call: Callable[..., Awa
     table, column = await cold(project, 'scan.entity(connection="shop", table="orders")',
                                'scan.entity(connection="shop", table="orders", column="status")')
     assert table["usage"] == usage and column["usage"] == usage
-    again = await call('scan.run(connection="shop")')  # a re-scan keeps the key
+    db = sqlite3.connect(project / "shop.sqlite")  # new data: a new run, and the re-scan keeps the key
+    db.execute("INSERT INTO categories VALUES (99, 'category 99')")
+    db.commit()
+    db.close()
+    again = await call('scan.run(connection="shop")')
     assert again["syncId"] != table["syncId"]
     (after,) = await cold(project, 'scan.entity(connection="shop", table="orders")')
     assert after["usage"] == usage and after["syncId"] == again["syncId"]

@@ -42,7 +42,7 @@ async def test_bootstrap_generates_one_source_per_table(bootstrapped: Any, proje
     assert {j["to"]: j["relationship"] for j in items["joins"]} == {"orders": "many_to_one",
                                                                    "products": "many_to_one"}
     products = load(sources_dir(project) / "products.yaml")
-    assert [m["name"] for m in products["measures"]] == ["products_count", "total_price"]
+    assert [m["name"] for m in products["measures"]] == ["products_count", "avg_price"]  # a price: averaged
     customers = load(sources_dir(project) / "customers.yaml")
     assert [m["name"] for m in customers["measures"]] == ["customers_count"]  # no amount-like column
     listed = await bootstrapped('sl.list(connection="shop")')
@@ -161,7 +161,7 @@ def test_bootstrap_from_duckdb_with_two_schemas(tmp_path: Path) -> None:
     assert joins["lines"]["relationship"] == "one_to_many"
     assert {j["to"]: j["relationship"] for j in load(folder / "accounts.yaml")["joins"]} == {"orders": "one_to_many"}
     lines = load(folder / "lines.yaml")
-    assert [m["name"] for m in lines["measures"]] == ["lines_count", "total_unit_price"]
+    assert [m["name"] for m in lines["measures"]] == ["lines_count", "avg_unit_price"]
     assert lines["columns"][-1] == {"name": "Gift_Note", "type": "string", "expr": '"Gift Note"'}
     (listed,) = run_ops(root, {}, 'sl.list(connection="wh")')
     assert listed["count"] == 6 and listed["errors"] == {}
