@@ -100,7 +100,8 @@ def source_documents(connection: str, source: Source, path: str = "") -> list[Do
                     "body": " ".join(part for part in (measure.expr, measure.filter) if part),
                     "extra": name_words(name)},
             metadata={"connectionId": connection, "source": name, "name": measure.name, "agg": measure.agg,
-                      "expr": measure.expr, "filter": measure.filter, "description": measure.description},
+                      "expr": measure.expr, "filter": measure.filter, "formula": measure.formula,
+                      "description": measure.description},
             embed_text=f"{words(measure.name)} {words(name)} {measure.description or ''}".strip(),
         ))
     for column in source.columns:
@@ -137,4 +138,4 @@ def known_sources(index: Any) -> dict[str, Known]:
                                 frozenset(meta.get("measures") or ())) for meta in indexed_sources(index)}
 
 
-SOURCE = FileSource(name="sl", roots=(SL_ROOT,), suffixes=(".yaml",), parse=documents, version="1")
+SOURCE = FileSource(name="sl", roots=(SL_ROOT,), suffixes=(".yaml",), parse=documents, version="2")
