@@ -28,13 +28,16 @@ def lookup_text(payload: dict[str, Any]) -> str:
     lines = [f"{entity['kind']} {entity['id']}: {entity.get('title') or ''}".rstrip()]
     if entity.get("summary"):
         lines.append(f"  {entity['summary']}")
-    lines.append(f"  file {entity['provenance']['path']} (sha256 {str(entity.get('contentHash'))[:12]})")
+    lines.append(f"  file {entity['path']} (sha256 {str(entity.get('contentHash'))[:12]})")
+    lines.append(f"  confidence {entity['confidence']:.2f}: {entity['confidenceWhy']}"
+                 + (f"; aliases {', '.join(entity['aliases'])}" if entity.get("aliases") else ""))
     usage = payload.get("usage")
     if usage:
         lines.append(f"  usage: {usage.get('frequencyTier')} - {usage.get('narrative') or ''}".rstrip(" -"))
     for relation, entries in (payload.get("neighbours") or {}).items():
         shown = ", ".join(f"{'->' if e['direction'] == 'out' else '<-'}{e['id']}"
-                          + (f" (d{e['distance']} via {e['via']})" if e["distance"] > 1 else "") for e in entries)
+                          + (f" (d{e['distance']} via {e['via']})" if e["distance"] > 1 else "")
+                          + (f" [{e['confidence']:.2f}]" if e["confidence"] < 1 else "") for e in entries)
         lines.append(f"  {relation}: {shown}")
     for doc in payload.get("documents") or []:
         lines.append(f"  doc {doc['kind']} {doc['id']} ({doc['why']})" + (f": {doc['summary']}" if doc.get("summary")

@@ -35,6 +35,11 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _aliases(value: Any) -> list[str]:
+    items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    return [str(item) for item in items if isinstance(item, str | int) and str(item).strip()]
+
+
 def source_for(files: FileStore, project: Path) -> FileSource:
     """The index source; untouched shards come from the latest run's JSON, edited ones parse once per edit
     (``ShardReader``), so the first search after a scan of 1,000 tables does not wait for a YAML parse."""
@@ -57,7 +62,7 @@ def source_for(files: FileStore, project: Path) -> FileSource:
             raise ValueError(f"{path}: invalid YAML: {exc}") from None
         return _documents(path, data)
 
-    return FileSource(name="scan", roots=("_schema",), suffixes=(".yaml",), parse=parse, version="2")
+    return FileSource(name="scan", roots=("_schema",), suffixes=(".yaml",), parse=parse, version="3")
 
 
 def _documents(path: str, data: dict[str, Any]) -> Sequence[Document]:
@@ -88,13 +93,15 @@ def _table_documents(connection: str, catalog: str | None, db: str, name: str, e
                           {"columns": rel["fromColumns"], "refColumns": rel["toColumns"], "inferred": True,
                            "confidence": rel.get("confidence")}))
     table_ref = {"catalog": catalog, "db": db, "name": name}
+    aliases = _aliases(entry.get("aliases"))  # written by people beside the scan's keys
     column_names = " ".join(f"{c['name']} {words(str(c['name']))}" for c in columns)
     column_notes = " ".join(_text(c.get("description")) or _text(c.get("comment")) for c in columns)
     documents = [Document(
         id=tid, kind=TABLE, title=f"{db}.{name}", connection=connection,
-        fields={"name": f"{name} {words(name)}", "title": f"{db}.{name}", "summary": description,
+        fields={"name": " ".join([name, words(name), *aliases]), "title": f"{db}.{name}", "summary": description,
                 "tags": "", "body": f"{column_names} {column_notes}".strip(), "extra": usage_text},
         metadata={"connectionId": connection, "tableRef": table_ref, "kind": entry.get("kind", "table"),
+                  "aliases": aliases,
                   "estimatedRows": entry.get("estimatedRows"), "comment": entry.get("comment"),
                   "description": entry.get("description"), "columnCount": len(columns),
                   "frequencyTier": usage.get("frequencyTier") if isinstance(usage, dict) else None},

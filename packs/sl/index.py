@@ -77,10 +77,12 @@ def source_documents(connection: str, source: Source, path: str = "") -> list[Do
         edges.append(Edge("sl_table", table_id))
     documents = [Document(
         id=source_id(name), kind=SOURCE_KIND, title=name, connection=connection,
-        fields={"name": name_words(name), "title": source.table or "", "summary": description,
+        fields={"name": " ".join([name_words(name), *source.aliases]), "title": source.table or "",
+                "summary": description,
                 "tags": tier or "", "body": f"{column_text} {measure_text} {segment_text}".strip(),
                 "extra": usage_text(source)},
-        metadata={"connectionId": connection, "name": name, "table": source.table, "isSql": source.sql is not None,
+        metadata={"connectionId": connection, "name": name, "aliases": source.aliases, "table": source.table,
+                  "isSql": source.sql is not None,
                   "description": description or None, "columnCount": len(source.columns),
                   "measureCount": len(source.measures), "joinCount": len(source.joins),
                   "segmentCount": len(source.segments), "frequencyTier": tier,

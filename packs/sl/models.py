@@ -167,6 +167,7 @@ class Usage(_Model):
 
 class Source(_Model):
     name: str
+    aliases: list[str] = Field(default_factory=list, description="other names people use for it (discover.lookup)")
     descriptions: Descriptions = Field(default_factory=Descriptions)
     table: str | None = None  # schema.table in the connection
     sql: str | None = None  # or a SELECT defining the source
