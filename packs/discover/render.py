@@ -16,10 +16,22 @@ def _ref_line(position: int, ref: dict[str, Any]) -> str:
 def search_text(payload: dict[str, Any]) -> str:
     lines = [f"{payload['count']} refs for {payload['query']!r}:"]
     lines += [_ref_line(i, ref) for i, ref in enumerate(payload["refs"], start=1)]
+    if payload.get("possiblyRelevant"):
+        lines.append("Possibly relevant (low confidence, mentioned in their text):")
+        lines += [_ref_line(i, ref) for i, ref in enumerate(payload["possiblyRelevant"], start=1)]
     if payload.get("floor"):
         lines.append("Always relevant: " + ", ".join(page["id"] for page in payload["floor"]))
     if payload.get("uncovered"):
         lines.append("Nothing found for: " + ", ".join(payload["uncovered"]))
+    if payload.get("coverage", {}).get("thin"):
+        lines.append(f"Thin coverage: the best refs cover {', '.join(payload['coverage']['covered']) or 'none'} "
+                     f"of the question's terms; not {', '.join(payload['coverage']['missing'])}.")
+    if payload.get("questions"):
+        lines.append("Ask first:")
+        lines += [f"{i}. {q['question']}" for i, q in enumerate(payload["questions"], start=1)]
+    for item in payload.get("delivered") or []:
+        cut = " (truncated)" if item["truncated"] else ""
+        lines += [f"--- {item['kind']} {item['id']} ({item['path']}){cut}", item["body"].rstrip()]
     return "\n".join(lines + _budget_lines(payload))
 
 
