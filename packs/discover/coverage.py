@@ -175,8 +175,9 @@ def _measure_or_column(refs: Sequence[dict[str, Any]], terms: Sequence[Term]) ->
                    and holds(term, _keys(r["id"].rsplit(".", 1)[-1]))]
         if measures and columns:
             measure, column = measures[0], columns[0]
-            out.append({"question": f"'{term.word}' is the measure {measure['id']} and the {column['kind'].replace('sl_', '')} "
-                                    f"{column['id']}: the defined measure, or the raw values?",
+            what = column["kind"].replace("sl_", "")
+            out.append({"question": f"'{term.word}' is the measure {measure['id']} and the {what} {column['id']}: "
+                                    "the defined measure, or the raw values?",
                         "about": [term.word], "why": "measure_or_column",
                         "options": [measure["docId"], column["docId"]]})
     return out

@@ -8,7 +8,8 @@
   lifted; a page marked only for other phases is dropped; unmarked pages and ``always`` pages stay.
 * Without ``scopes``, the question's words infer them: a folder of the wiki whose name the question uses
   (``sales`` in "sales targets"), or whose pages carry a tag the question uses and no other folder's pages
-  carry (its domain words); pages there are lifted, never filtered. Nothing inferred falls back to ``global``: no page is lifted.
+  carry (its domain words); pages there are lifted, never filtered. Nothing inferred falls back to
+  ``global``: no page is lifted.
 """
 
 from __future__ import annotations

@@ -77,7 +77,8 @@ def lookup_verb(params: LookupParams, ctx: Context) -> Any:
 
 
 def doctor_verb(params: NoParams, ctx: Context) -> Any:
-    """What retrieval can see: reachability, connectivity, hit@3 over bench/retrieval-suite.json, a grade, findings."""
+    """What retrieval can see, as a score of 100 and a grade: reachability, connectivity, hit@3 over
+    bench/retrieval-suite.json, connections scanned, links, descriptions, history; findings most severe first."""
     index, today = ctx.runtime.index, dt.date.today()
 
     def run_search(*, query: str, kinds: list[str] | None, connection: str | None) -> dict[str, Any]:
@@ -85,7 +86,7 @@ def doctor_verb(params: NoParams, ctx: Context) -> Any:
                           explain=False,
                           budget_tokens=None, user=ctx.user_name, include_recaps=False, today=today)
 
-    return doctor.run(index, run_search)
+    return doctor.run(index, run_search, ctx.runtime.config.connections)
 
 
 VERBS = (
