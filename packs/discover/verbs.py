@@ -42,8 +42,7 @@ class SearchParams(Params):
 
 
 def search_verb(params: SearchParams, ctx: Context) -> Any:
-    """Ranked refs across wiki, semantic layer and raw schema: score 0..1, snippet, matchedOn; what the best refs
-    do not cover, a low-confidence possiblyRelevant tier and clarifying questions."""
+    """Ranked refs across wiki, SL and raw schema; what the best ones miss, a low-confidence tier, questions."""
     page_filter = pages.PageFilter(
         scopes=pages.parse_scopes(params.scopes, ctx.user_name) if params.scopes is not None else None,
         page_kind=params.page_kind, phases=list(params.relevance_phases or []))
@@ -77,8 +76,7 @@ def lookup_verb(params: LookupParams, ctx: Context) -> Any:
 
 
 def doctor_verb(params: NoParams, ctx: Context) -> Any:
-    """What retrieval can see, as a score of 100 and a grade: reachability, connectivity, hit@3 over
-    bench/retrieval-suite.json, connections scanned, links, descriptions, history; findings most severe first."""
+    """What retrieval can see, measured: a score of 100, a grade and why, findings most severe first."""
     index, today = ctx.runtime.index, dt.date.today()
 
     def run_search(*, query: str, kinds: list[str] | None, connection: str | None) -> dict[str, Any]:
