@@ -115,26 +115,38 @@ def apply(found: dict[str, Candidate], page_filter: PageFilter, inferred: Iterab
             candidate.add_bonus("scope", SCOPE_LIFT * first_rank())
 
 
-def infer(pages: Sequence[dict[str, Any]], query: str, terms: Sequence[Term]) -> tuple[list[Scope], dict[str, str]]:
-    """Scopes the question points at, from the wiki's folders: (scopes, folder -> why)."""
-    folders: dict[str, list[dict[str, Any]]] = {}
+@dataclass(frozen=True)
+class Folders:
+    """The wiki's folders (key prefixes) and the domain words of the top-level ones, built once per index
+    generation."""
+
+    names: tuple[str, ...]
+    domains: dict[str, dict[str, str]]  # top-level folder -> {key: tag word} no other folder's pages carry
+
+
+def folders_of(pages: Sequence[dict[str, Any]]) -> Folders:
+    members: dict[str, list[dict[str, Any]]] = {}
     for meta in pages:
         parts = str(meta.get("key", "")).split("/")[:-1]
         for depth in range(1, len(parts) + 1):
-            folders.setdefault("/".join(parts[:depth]), []).append(meta)
+            members.setdefault("/".join(parts[:depth]), []).append(meta)
+    return Folders(tuple(sorted(members)), _domain_words(members))
+
+
+def infer(folders: Folders, query: str, terms: Sequence[Term]) -> tuple[list[Scope], dict[str, str]]:
+    """Scopes the question points at, from the wiki's folders: (scopes, folder -> why)."""
     asked = {form for term in terms for form in term.forms}
     text = query.lower()
-    domains = _domain_words(folders)
     why: dict[str, str] = {}
-    for folder in sorted(folders):
+    for folder in folders.names:
         name = folder.rsplit("/", 1)[-1]
+        domain = folders.domains.get(folder, {})
         if folder + "/" in text:
             why[folder] = f"the question names {folder}/"
         elif {key(word) for word in split_words(name)} & asked:
             why[folder] = f"the question uses the folder's name ({name})"
-        elif len(domains.get(folder, {}).keys() & asked) >= DOMAIN_HITS:
-            words = sorted({domains[folder][k] for k in domains[folder].keys() & asked})
-            why[folder] = f"its pages are tagged {', '.join(words)}"
+        elif len(domain.keys() & asked) >= DOMAIN_HITS:
+            why[folder] = f"its pages are tagged {', '.join(sorted({domain[k] for k in domain.keys() & asked}))}"
     chosen = [f for f in why if not any(f != other and f.startswith(other + "/") for other in why)]
     return [Scope(None, folder) for folder in chosen], {folder: why[folder] for folder in chosen}
 
@@ -144,8 +156,9 @@ def _domain_words(folders: dict[str, list[dict[str, Any]]]) -> dict[str, dict[st
     tops = {folder: members for folder, members in folders.items() if "/" not in folder}
     words: dict[str, dict[str, str]] = {}
     for folder, members in tops.items():
+        own = {key(p) for p in split_words(folder)}
         words[folder] = {key(w): w for meta in members for tag in meta.get("tags") or []
-                         for w in split_words(str(tag)) if key(w) not in {key(p) for p in split_words(folder)}}
+                         for w in split_words(str(tag)) if key(w) not in own}
     owners: dict[str, int] = {}
     for found in words.values():
         for k in found:

@@ -89,12 +89,12 @@ def to_ref(candidate: Candidate, fields: dict[str, str], terms: list[str], colum
     return ref
 
 
-_PAGES: weakref.WeakKeyDictionary[Any, tuple[int, str, list[dict[str, Any]], list[dict[str, Any]]]] = \
+_PAGES: weakref.WeakKeyDictionary[Any, tuple[int, str, pages.Folders, list[dict[str, Any]]]] = \
     weakref.WeakKeyDictionary()
 
 
-def wiki_view(index: Any, user: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(the metadata of every page the caller sees, the ``relevance: always`` floor), kept per index generation."""
+def wiki_view(index: Any, user: str) -> tuple[pages.Folders, list[dict[str, Any]]]:
+    """(the folders of the pages the caller sees, the ``relevance: always`` floor), kept per index generation."""
     cached = _PAGES.get(index)
     if cached is not None and cached[:2] == (index.generation, user):
         return cached[2], cached[3]
@@ -102,9 +102,9 @@ def wiki_view(index: Any, user: str) -> tuple[list[dict[str, Any]], list[dict[st
     shadowed = index.existing([f"wiki:@{user}/{row['metadata'].get('key')}" for row in rows
                                if row["metadata"].get("scope") == relations.GLOBAL])
     seen = [row for row in rows if relations.visible(row["metadata"], user, shadowed)]
-    floor = _floor_pages(index, seen)
-    _PAGES[index] = (index.generation, user, [row["metadata"] for row in seen], floor)
-    return [row["metadata"] for row in seen], floor
+    folders, floor = pages.folders_of([row["metadata"] for row in seen]), _floor_pages(index, seen)
+    _PAGES[index] = (index.generation, user, folders, floor)
+    return folders, floor
 
 
 def _floor_pages(index: Any, seen: list[dict[str, Any]]) -> list[dict[str, Any]]:
