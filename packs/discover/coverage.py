@@ -4,7 +4,7 @@ relevant" tier of documents that only mention the rest in their text, and up to 
 * A term is covered by a ref when one of its forms is in what the ref is about: a page's key, title, summary
   and tags (not its body), a table's name, description and columns, a column's name, description and
   values, a semantic-layer object's name, description and members. Words that say what to compute
-  (total, number, average, ...) are not subjects and are not judged.
+  (total, number, average, ...) or how to bucket time (monthly, ...) are not subjects and are not judged.
 * Coverage is thin when the first TOP refs cover less than half of the judged terms (or there are none).
 * Possibly relevant: ranked documents (pages, patterns, sources) below the list whose text holds a term the
   best refs miss and at least MIN_HITS of the question's terms (all of them for a shorter question), at most
@@ -36,8 +36,12 @@ DOCUMENT_KINDS = ("wiki", "pattern", "sl_source")
 _HEAD = ("name", "title", "summary", "tags")
 
 
+# How to bucket time, not what to look at: any time column answers them, so they are not judged either.
+TIME_GRAINS = frozenset("hourly daily weekly monthly quarterly yearly annual annually".split())
+
+
 def judged(terms: Sequence[Term]) -> list[Term]:
-    subjects = [term for term in terms if term.word not in OPERATION_WORDS]
+    subjects = [term for term in terms if term.word not in OPERATION_WORDS and term.word not in TIME_GRAINS]
     return subjects or list(terms)
 
 

@@ -36,8 +36,9 @@ async def test_thin_coverage_brings_a_low_confidence_tier_and_questions(scanned:
 
 async def test_full_coverage_has_no_tier_and_no_questions(scanned: Call, project: Path) -> None:
     write_page(project, "ops/handover", *HANDOVER)
-    result = await scanned('discover.search(query="orders status", limit=5)')
+    result = await scanned('discover.search(query="monthly number of orders by status", limit=5)')
     assert result["coverage"]["thin"] is False and result["coverage"]["missing"] == []
+    assert result["coverage"]["covered"] == ["orders", "status"]  # how to count and bucket is not a subject
     assert result["possiblyRelevant"] == [] and result["questions"] == []
 
 
