@@ -1,8 +1,9 @@
 """``khive doctor``: discover.doctor plus historic_sql.probe per PostgreSQL connection, printed readably.
 
 A composition root (reads the environment through the runtime it opens). Exit 0 when nothing is
-high severity (or, from a probe, error), 1 when such a finding exists or an op failed. ``--json``
-prints every check's result as one JSON object; piped output is plain lines, never cut to a width.
+high severity (or, from a probe, error), 1 when such a finding exists or an op failed. ``--format json``
+(``--json``) prints every check's result as one JSON object, ``--format finding`` every finding as one list of
+canonical findings (``khive/findings.py``); piped output is plain lines, never cut to a width.
 """
 
 from __future__ import annotations
@@ -28,9 +29,14 @@ def _ops(runtime: Any) -> list[str]:
     return ops
 
 
+DIMENSIONS = ("reachability", "connectivity", "benchmark", "scanned", "links", "described", "history")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true",
-                        help="one JSON object: each check's request and result, and whether anything failed")
+    parser.add_argument("--format", choices=("text", "json", "finding"), default=None,
+                        help="text (default); json: one object with each check's request and result; finding: "
+                             "every finding of every check as one JSON list of canonical findings")
+    parser.add_argument("--json", action="store_true", help="the same as --format json")
 
 
 def doctor(args: argparse.Namespace) -> int:
@@ -56,13 +62,30 @@ def doctor(args: argparse.Namespace) -> int:
     failing = any(not result["ok"] or any(str(item.get("severity")) in FAILING
                                           for item in (result.get("result") or {}).get("findings") or [])
                   for _, result in checks)
-    if getattr(args, "json", False):
+    form = args.format or ("json" if getattr(args, "json", False) else "text")
+    if form == "json":
         document = {"project": str(project), "failing": failing,
                     "checks": [{"request": text, **result} for text, result in checks]}
         sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif form == "finding":
+        sys.stdout.write(orjson.dumps(_canonical(checks), option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         _print(checks)
     return 1 if failing else 0
+
+
+def _canonical(checks: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    from khive.findings import canonical, ordered
+
+    out = []
+    for text, result in checks:
+        if not result["ok"]:  # a check that could not run is a finding too
+            error = result["error"]
+            out.append(canonical({"severity": "error", "code": error["code"], "message": error["message"],
+                                  "details": error.get("details")}, text))
+            continue
+        out += [canonical(item, text) for item in (result.get("result") or {}).get("findings") or []]
+    return ordered(out)
 
 
 def _print(checks: list[tuple[str, dict[str, Any]]]) -> None:
@@ -80,10 +103,9 @@ def _print(checks: list[tuple[str, dict[str, Any]]]) -> None:
             continue
         payload = result["result"]
         if "grade" in payload:
-            bench = payload["benchmark"]
-            _say(console, f"grade {payload['grade']}  reachability {payload['reachability']['value']}  "
-                          f"connectivity {payload['connectivity']['value']}  hit@3 "
-                          f"{bench['hitAt3'] if bench['status'] == 'measured' else bench['status']}")
+            _say(console, payload["summary"])
+            _say(console, "  ".join(f"{name} {_shown(payload[name])} ({payload[name]['points']:g}/"
+                                    f"{payload[name]['of']})" for name in DIMENSIONS if name in payload))
         findings = payload.get("findings") or []
         if not findings:
             _say(console, "no findings")
@@ -95,6 +117,11 @@ def _print(checks: list[tuple[str, dict[str, Any]]]) -> None:
                 print(f"{item.get('severity', 'info'):<8} {item.get('code', '')}: {item.get('title', '')}{location}")
                 if _detail(item):
                     print(f"         {_detail(item)}")
+
+
+def _shown(dimension: dict[str, Any]) -> str:
+    value = dimension.get("hitAt3", dimension.get("value"))
+    return f"{value:.0%}" if isinstance(value, int | float) else str(dimension.get("status"))
 
 
 def _say(console: Any, line: str, style: str = "") -> None:

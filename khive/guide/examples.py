@@ -49,6 +49,7 @@ def plan_examples(facts: Facts) -> list[Example]:
     examples += [
         Example("search", f"discover.search(query={word}, limit=5)"),
         Example("search_budget", f"discover.search(query={word}, connection={c}, limit=10, budget_tokens={BUDGET})"),
+        Example("search_bodies", f"discover.search(query={word}, render_bodies=true, limit=3)"),
         Example("lookup", f"discover.lookup(id={t}, connection={c}, budget_tokens={BUDGET})"),
         Example("entity", f"scan.entity(connection={c}, table={t})"),
         Example("sql", f"sql.execute(connection={c}, sql={quoted(_sql(main))})"),

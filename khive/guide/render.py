@@ -45,7 +45,12 @@ def render_generated(facts: Facts, checked: Sequence[Checked]) -> str:
                      "history read, counts of tables, sources, pages and patterns, and what is stale. It is "
                      "cheap: call it first."),
         ("search", "ranks wiki pages, semantic-layer sources and measures, tables and columns together. Read the "
-                   "`floor` first: warnings and rules that always apply."),
+                   "`floor` first: warnings and rules that always apply. When `coverage.thin` is true or "
+                   "`questions` is not empty, the best refs miss part of the question: put those questions to "
+                   "your user rather than guess (`possiblyRelevant` lists pages that only mention the missing "
+                   "words)."),
+        ("search_bodies", "also returns the text of the best pages and semantic-layer sources (`delivered`, "
+                          "capped), so one call replaces a read per hit."),
         ("lookup", "returns one entity with its neighbours, its usage (how people query it) and evidence, cut to "
                    "the budget." + _figures(ran.get("lookup"))),
     ])

@@ -307,6 +307,21 @@ class RetrievalIndex:
                 out.setdefault(str(owner), []).append((str(relation), str(target)))
         return out
 
+    def edge_rows(self, doc_ids: Sequence[str], *, direction: str = "out"
+                  ) -> dict[str, list[tuple[str, str, dict[str, Any]]]]:
+        """doc id -> sorted (relation, other id, edge metadata) of many documents (one query, no refresh)."""
+        if not doc_ids:
+            return {}
+        column, other = ("source_id", "target_id") if direction == "out" else ("target_id", "source_id")
+        out: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}
+        with self._lock:
+            rows = self.db.execute(f"SELECT {column}, relation, {other}, metadata FROM edges WHERE {column} IN "
+                                   f"({', '.join('?' * len(doc_ids))}) ORDER BY 1, 2, 3", tuple(doc_ids)).fetchall()
+        for owner, relation, target, meta in rows:
+            out.setdefault(str(owner), []).append(
+                (str(relation), str(target), orjson.loads(meta) if meta and meta != "{}" else {}))
+        return out
+
     def degrees(self, doc_ids: Sequence[str], *, relations: Sequence[str]) -> dict[str, int]:
         """doc id -> number of incoming ``relations`` edges (one query, no refresh): how much of a hub it is."""
         if not doc_ids or not relations:
@@ -365,6 +380,23 @@ class RetrievalIndex:
             sql, params = sql + f" WHERE path IN ({', '.join('?' * len(paths))})", tuple(paths)
         with self._lock:
             return {str(r[0]): str(r[1]) for r in self.db.execute(sql, params)}
+
+    def rows_at(self, path: str) -> list[dict[str, Any]]:
+        """The rows of the documents one project file produced, in id order (no refresh)."""
+        sources = sorted(self.sources)
+        if not sources:
+            return []
+        with self._lock:  # source first: the (source, path) index answers it
+            rows = doc_rows(self.db, f"source IN ({', '.join('?' * len(sources))}) AND path = ?", (*sources, path))
+        return sorted(rows, key=lambda row: str(row["id"]))
+
+    def rows_with_alias(self, alias: str) -> list[dict[str, Any]]:
+        """Rows whose metadata declares ``alias`` in its ``aliases`` list, compared case-insensitively (no refresh)."""
+        with self._lock:
+            rows = doc_rows(self.db, "metadata LIKE '%\"aliases\"%' AND EXISTS (SELECT 1 FROM "
+                                     "json_each(docs.metadata, '$.aliases') a WHERE lower(a.value) = lower(?))",
+                            (alias,))
+        return sorted(rows, key=lambda row: str(row["id"]))
 
     def rows_matching(self, patterns: Sequence[str]) -> list[dict[str, Any]]:
         """Rows whose id matches one of these GLOB patterns, in id order (no refresh)."""

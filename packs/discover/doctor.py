@@ -1,159 +1,95 @@
-"""``discover.doctor``: what retrieval can see, measured, with findings ordered most severe first.
+"""``discover.doctor``: what retrieval can see, measured (``health.py``), as a score out of 100 and a grade.
 
-* reachability: the share of the packs' artifacts (files under their index roots) indexed without error;
-* connectivity: the mean of the share of tables with a covering document (an SL source reading it, or a
-  pattern page naming it) and the share of documents (wiki pages, SL sources) that point at schema;
-* benchmark: hit@3 over ``bench/retrieval-suite.json`` in the project (cases of query + expected ids);
-  without a suite it is ``not-analyzed``, and says so.
+Points: reachability 15, connectivity 15 and the measured hit@3 10 (the reference design's weights), and
+the other 60 for the project's state: every connection scanned 20, references that resolve 20, tables
+described 10, query history ingested where enabled 10. A dimension scores its share of its points; one
+with nothing to measure scores them all (and says so); a benchmark not measured scores nothing.
 
-Grade A needs reachability 100%, connectivity >= 80% and a measured hit@3 >= 80%; B keeps reachability
->= 90%; C >= 50%; else D.
+A needs a score of 90 or more and all three measured gates: reachability 100%, connectivity >= 80% and a
+measured hit@3 >= 80%. A score of 90 that misses a gate is a B; below that B >= 75, C >= 50, else D. The
+summary names the dimensions that kept it from an A. Findings are ordered most severe first.
 """
 
 from __future__ import annotations
 
-import os
-import re
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
-import orjson
+from packs.discover import health
+from packs.discover.health import CONNECTIVITY_GOAL, HIT_GOAL, Search, finding
 
-from khive.index.documents import owns_relative
-from khive.index.scanstat import stat_walk_paths
-from khive.project.store import PathOutsideProject, inside
-from packs.discover.refs import discover_kind
-
-SUITE = "bench/retrieval-suite.json"
 SEVERITY = ("high", "medium", "low", "info")
-CONNECTIVITY_GOAL = HIT_GOAL = 0.8
-_QUALIFIED = re.compile(r"\b([A-Za-z_][\w$]*)\.([A-Za-z_][\w$]*)\b")
-Search = Callable[..., dict[str, Any]]
+POINTS = {"reachability": 15, "connectivity": 15, "benchmark": 10, "scanned": 20, "links": 20, "described": 10,
+          "history": 10}
+A_SCORE, B_SCORE, C_SCORE = 90, 75, 50
 
 
-def finding(severity: str, code: str, title: str, detail: str, location: str | None = None) -> dict[str, Any]:
-    return {"severity": severity, "code": code, "title": title, "detail": detail, "location": location}
+def _value(name: str, result: dict[str, Any]) -> float | None:
+    value = result["hitAt3"] if name == "benchmark" else result["value"]
+    return None if value is None else float(value)
 
 
-def reachability(index: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    project: Path = index.project
-    prefix = str(project) + os.sep
-    sources = list(index.sources.values())
-    roots = sorted({project / root for source in sources for root in source.roots})
-    suffixes = tuple(sorted({s for source in sources for s in source.suffixes}))
-    on_disk = sorted(path[len(prefix):].replace(os.sep, "/") for path in stat_walk_paths(roots, suffixes)
-                     if path.startswith(prefix))
-    artifacts = [p for p in on_disk if any(owns_relative(source, p) for source in sources)]
-    indexed, errors = index.item_hashes(), index.item_errors()
-    ok = [p for p in artifacts if p in indexed and p not in errors]
-    findings = [finding("high", "index_error", "an artifact could not be indexed", errors[p], p)
-                for p in sorted(errors)]
-    missing = [p for p in artifacts if p not in indexed]
-    if missing:
-        findings.append(finding("high", "not_indexed", f"{len(missing)} artifacts are not in the index",
-                                "the index has not seen them yet; a search refreshes it", missing[0]))
-    value = round(len(ok) / len(artifacts), 4) if artifacts else None
-    return {"value": value, "indexed": len(ok), "artifacts": len(artifacts)}, findings
+def points(name: str, result: dict[str, Any]) -> float:
+    value = _value(name, result)
+    if value is None:
+        return 0.0 if name == "benchmark" else float(POINTS[name])
+    return round(POINTS[name] * value, 2)
 
 
-def connectivity(index: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    tables = sorted(row["id"] for row in index.documents(kind="table"))
-    pages = index.documents(kind="wiki")
-    sources = index.documents(kind="sl_source")
-    table_ids = set(tables)
-    by_name = {t.split(":", 2)[-1]: t for t in tables}
-    covered: set[str] = set()
-    source_tables = index.edge_map([s["id"] for s in sources], relations=["sl_table"])
-    linked_sources = {s for s, edges in source_tables.items() if any(t in table_ids for _, t in edges)}
-    for edges in source_tables.values():
-        covered.update(t for _, t in edges if t in table_ids)
-    texts = index.fields([p["id"] for p in pages])
-    page_refs = index.edge_map([p["id"] for p in pages], relations=["sl_refs"])
-    linked_pages = set()
-    for page in pages:
-        text = " ".join(texts.get(page["id"], {}).values())
-        named = {by_name[f"{a}.{b}"] for a, b in _QUALIFIED.findall(text) if f"{a}.{b}" in by_name}
-        if discover_kind("wiki", page["metadata"]) == "pattern":
-            covered.update(named)
-        if named or any(target in linked_sources for _, target in page_refs.get(page["id"], [])):
-            linked_pages.add(page["id"])
-    documents = len(pages) + len(sources)
-    shares = []
-    if tables:
-        shares.append(len(covered) / len(tables))
-    if documents:
-        shares.append((len(linked_pages) + len(linked_sources)) / documents)
-    value = round(sum(shares) / len(shares), 4) if shares else None
-    findings = []
-    uncovered = [t for t in tables if t not in covered]
-    if uncovered:
-        findings.append(finding("medium" if len(uncovered) > len(tables) * (1 - CONNECTIVITY_GOAL) else "low",
-                                "table_uncovered",
-                                f"{len(uncovered)} of {len(tables)} tables have no covering document",
-                                "write an SL source for them (sl.bootstrap) or a wiki page naming them",
-                                uncovered[0].split(":", 2)[-1]))
-    unlinked = documents - len(linked_pages) - len(linked_sources)
-    if unlinked:
-        findings.append(finding("low", "document_unlinked", f"{unlinked} of {documents} documents point at no schema",
-                                "name the tables (schema.table) or add sl_refs to a source that reads one"))
-    return {"value": value, "tablesCovered": len(covered), "tables": len(tables),
-            "documentsLinked": len(linked_pages) + len(linked_sources), "documents": documents}, findings
+def gates(results: Mapping[str, dict[str, Any]]) -> list[str]:
+    """Why each measured gate of an A is missed (empty: all met)."""
+    missed = []
+    reach = results["reachability"]["value"]
+    if reach is not None and reach < 1.0:
+        missed.append(f"reachability is {reach:.0%} (an A needs 100%)")
+    conn = results["connectivity"]["value"]
+    if conn is not None and conn < CONNECTIVITY_GOAL:
+        missed.append(f"connectivity is {conn:.0%} (an A needs {CONNECTIVITY_GOAL:.0%})")
+    bench = results["benchmark"]
+    if bench["hitAt3"] is None:
+        missed.append(f"benchmark: hit@3 is {bench['status']} (an A needs a measured {HIT_GOAL:.0%}; "
+                      f"add {health.SUITE})")
+    elif bench["hitAt3"] < HIT_GOAL:
+        missed.append(f"benchmark: hit@3 is {bench['hitAt3']:.0%} (an A needs {HIT_GOAL:.0%})")
+    return missed
 
 
-def benchmark(project: Path, search: Search) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    try:
-        path = inside(project, SUITE)
-    except PathOutsideProject as exc:
-        return ({"status": "invalid", "suite": SUITE, "hitAt3": None, "cases": 0},
-                [finding("high", "benchmark_invalid", "the retrieval suite cannot be read", exc.message, SUITE)])
-    if not path.is_file():
-        return ({"status": "not-analyzed", "suite": SUITE, "hitAt3": None, "cases": 0},
-                [finding("medium", "benchmark_not_analyzed", "retrieval is not benchmarked",
-                         f"add {SUITE}: {{\"cases\": [{{\"query\": \"...\", \"expected\": [\"schema.table\"]}}]}}",
-                         SUITE)])
-    try:
-        cases = orjson.loads(path.read_bytes())["cases"]
-        checked = [(str(c["query"]), [str(e) for e in c["expected"]], c.get("kinds"), c.get("connection"))
-                   for c in cases]
-    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-        return ({"status": "invalid", "suite": SUITE, "hitAt3": None, "cases": 0},
-                [finding("high", "benchmark_invalid", "the retrieval suite cannot be read",
-                         f"{exc!r}; expected {{\"cases\": [{{\"query\": ..., \"expected\": [ids]}}]}}", SUITE)])
-    hits, findings = 0, []
-    for number, (query, expected, kinds, connection) in enumerate(checked, start=1):
-        refs = search(query=query, kinds=kinds, connection=connection)["refs"][:3]
-        top = {ref["id"] for ref in refs} | {ref["docId"] for ref in refs}
-        if top & set(expected):
-            hits += 1
-        else:
-            findings.append(finding("low", "benchmark_miss", f"case {number} misses at 3: {query!r}",
-                                    f"expected one of {', '.join(expected)}; top 3: "
-                                    f"{', '.join(ref['id'] for ref in refs) or 'nothing'}", f"{SUITE}#{number}"))
-    value = round(hits / len(checked), 4) if checked else None
-    if value is not None and value < HIT_GOAL:
-        findings.append(finding("medium", "benchmark_low", f"hit@3 is {value:.0%} (goal {HIT_GOAL:.0%})",
-                                "add documents or descriptions for the missed cases", SUITE))
-    return {"status": "measured", "suite": SUITE, "hitAt3": value, "cases": len(checked)}, findings
-
-
-def grade(reach: float | None, conn: float | None, hit3: float | None) -> str:
-    reach_value = 1.0 if reach is None else reach
-    if reach_value >= 1.0 and (conn or 0) >= CONNECTIVITY_GOAL and hit3 is not None and hit3 >= HIT_GOAL:
+def grade(score: float, missed: list[str]) -> str:
+    if score >= A_SCORE and not missed:
         return "A"
-    return "B" if reach_value >= 0.9 else "C" if reach_value >= 0.5 else "D"
+    return "B" if score >= B_SCORE else "C" if score >= C_SCORE else "D"
 
 
-def run(index: Any, search: Search) -> dict[str, Any]:
+def summary(letter: str, score: float, scores: Mapping[str, float], missed: list[str]) -> str:
+    head = f"grade {letter} ({score:g}/100)"
+    if letter == "A":
+        return head
+    reasons = list(missed)
+    if score < A_SCORE:
+        lost = sorted(((POINTS[n] - s, n) for n, s in scores.items() if s < POINTS[n]), reverse=True)
+        reasons.append("the score is under 90: " + ", ".join(f"{name} lost {gap:g}" for gap, name in lost))
+    return f"{head}: kept from an A by " + "; ".join(reasons)
+
+
+def run(index: Any, search: Search, connections: Mapping[str, Any]) -> dict[str, Any]:
     index.refresh()
-    reach, reach_findings = reachability(index)
-    conn, conn_findings = connectivity(index)
-    bench, bench_findings = benchmark(index.project, search)
-    letter = grade(reach["value"], conn["value"], bench["hitAt3"])
-    findings = reach_findings + conn_findings + bench_findings
-    findings.append(finding("info", "grade", f"grade {letter}",
-                            f"reachability {reach['value']}, connectivity {conn['value']}, hit@3 {bench['hitAt3']}"
-                            " (A needs 100%, >= 80%, >= 80% measured)"))
+    measured = {"reachability": health.reachability(index), "connectivity": health.connectivity(index),
+                "benchmark": health.benchmark(index.project, search, connections),
+                "scanned": health.scanned(index, connections), "links": health.links(index),
+                "described": health.described(index), "history": health.history(index, connections)}
+    results = {name: result for name, (result, _) in measured.items()}
+    scores = {name: points(name, result) for name, result in results.items()}
+    for name, result in results.items():
+        result["points"], result["of"] = scores[name], POINTS[name]
+        if _value(name, result) is None and name != "benchmark":
+            result["status"] = "not-applicable"
+    score = round(sum(scores.values()), 1)
+    missed = gates(results)
+    letter = grade(score, missed)
+    text = summary(letter, score, scores, missed)
+    findings = [item for _, found in measured.values() for item in found]
+    findings.append(finding("info", "grade", f"grade {letter}", text, category="grade", score=score,
+                            scores=scores))
     findings.sort(key=lambda f: (SEVERITY.index(f["severity"]), f["code"], f["location"] or ""))
-    return {"grade": letter, "reachability": reach, "connectivity": conn, "benchmark": bench,
-            "findings": findings, "ok": not any(f["severity"] == "high" for f in findings)}
+    return {"grade": letter, "score": score, "summary": text, **results, "findings": findings,
+            "ok": not any(f["severity"] == "high" for f in findings)}

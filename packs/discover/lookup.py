@@ -13,9 +13,10 @@ from typing import Any
 from ruamel.yaml.error import YAMLError
 
 from khive import budget
-from khive.errors import InvalidArgs, NotFound, OpError
 from khive.project.yamldoc import safe_yaml
+from packs.discover import confidence
 from packs.discover.refs import discover_kind, public_id, raw_fields, summary_of
+from packs.discover.resolve import resolve
 from packs.discover.text import cap, snippet_around, split_words
 
 RELATIONS = ("fk", "join", "refs", "sl_refs", "sl_table", "contains", "supersedes", "contradicts", "supports",
@@ -25,99 +26,68 @@ DOCUMENTS_MAX = 10
 COVERING = frozenset({"refs", "sl_refs", "sl_table", "pattern_of", "related_to", "supports"})
 USAGE_KEYS = ("narrative", "frequencyTier", "commonFilters", "commonGroupBys", "commonJoins", "staleSince")
 _QUALIFIED = re.compile(r"\b([A-Za-z_][\w$]*)\.([A-Za-z_][\w$]*)\b")
-_GLOB = re.compile(r"[*?\[\]]")
 
 
-def resolve(index: Any, ident: str, *, connection: str | None, user: str) -> dict[str, Any]:
-    """The document ``ident`` names: an index id, a wiki key, an SL name, or a qualified table/column name."""
-    ident = ident.strip()
-    if not ident or _GLOB.search(ident):
-        raise InvalidArgs(f"id {ident!r} must be a ref id, a qualified name, a wiki key or an SL name",
-                          details={"field": "id"})
-    if ident.split(":", 1)[0] in ("table", "column", "sl", "wiki") and ":" in ident:
-        rows = index.rows([ident])
-        if rows:
-            return dict(rows[0])
-    for doc_id in (f"wiki:@{user}/{ident}", f"wiki:{ident}", f"sl:{ident}"):
-        rows = index.rows([doc_id])
-        if rows and (connection is None or rows[0]["connection"] in (None, connection)):
-            return dict(rows[0])
-    scope = connection or "*"
-    parts = ident.split(".")
-    names = [ident] + ([".".join(parts[1:])] if len(parts) >= 3 else [])  # catalog.db.name -> db.name
-    patterns = [f"{kind}:{scope}:{name}" for name in names for kind in ("table", "column")]
-    if len(parts) == 1:
-        patterns.append(f"table:{scope}:*.{ident}")
-    rows = index.rows_matching(patterns)
-    tables = [row for row in rows if row["kind"] == "table"]
-    rows = tables or rows
-    if len(rows) == 1:
-        return dict(rows[0])
-    if rows:
-        raise OpError(f"id {ident!r} names {len(rows)} entities; pass connection= or one of their docIds",
-                      code="ambiguous_id", details={"candidates": [row["id"] for row in rows[:10]]})
-    hints = [public_id(h.id, discover_kind(h.kind, h.metadata), h.metadata)
-             for h in index.search(" ".join(split_words(ident)), limit=3, refresh=False, snippets=False)]
-    hint = f"; did you mean {', '.join(hints)}?" if hints else "; discover.search finds ids"
-    raise NotFound(f"nothing is known as {ident!r}{hint}", code="entity_not_found",
-                   details={"id": ident, "closest": hints})
+Edge = tuple[str, str, str, dict[str, Any]]  # (relation, other id, direction, edge metadata)
 
 
-def _pattern_edges(index: Any, row: dict[str, Any]) -> list[tuple[str, str, str]]:
+def _pattern_edges(index: Any, row: dict[str, Any]) -> list[Edge]:
     """Synthesised ``pattern_of`` edges of a table (incoming) or a pattern page (outgoing)."""
     kind = discover_kind(row["kind"], row["metadata"])
     if kind == "pattern":
         text = " ".join(index.fields([row["id"]]).get(row["id"], {}).values())
         names = sorted({f"{a}.{b}" for a, b in _QUALIFIED.findall(text)})
         found = index.rows_matching([f"table:*:{name}" for name in names]) if names else []
-        return [("pattern_of", str(t["id"]), "out") for t in found]
+        return [("pattern_of", str(t["id"]), "out", {}) for t in found]
     if kind == "table":
         qualified = row["id"].split(":", 2)[-1]
         hits = index.search(qualified.replace(".", " "), kinds=["wiki"], limit=50, refresh=False, snippets=False)
         pages = [h.id for h in hits if discover_kind(h.kind, h.metadata) == "pattern"]
         texts = index.fields(pages)
-        return [("pattern_of", page, "in") for page in pages
+        return [("pattern_of", page, "in", {}) for page in pages
                 if qualified in " ".join(texts.get(page, {}).values())]
     return []
 
 
 def neighbours(index: Any, root: dict[str, Any], depth: int) -> dict[str, list[dict[str, Any]]]:
     visited: dict[str, int] = {root["id"]: 0}
-    via: dict[str, str | None] = {root["id"]: None}
+    sure: dict[str, float] = {root["id"]: confidence.CERTAIN}  # how sure the path to each node is
     rows: dict[str, dict[str, Any]] = {root["id"]: root}
     groups: dict[str, list[dict[str, Any]]] = {}
     frontier = [root["id"]]
     for distance in range(1, depth + 1):
-        out_edges = index.edge_map(frontier, direction="out")
-        in_edges = index.edge_map(frontier, direction="in")
-        reached: list[tuple[str, str, str, str]] = []  # (node, relation, other, direction)
+        out_edges = index.edge_rows(frontier, direction="out")
+        in_edges = index.edge_rows(frontier, direction="in")
+        reached: list[tuple[str, Edge]] = []
         for node in sorted(frontier):
-            edges = [(rel, other, "out") for rel, other in out_edges.get(node, [])]
-            edges += [(rel, other, "in") for rel, other in in_edges.get(node, [])]
+            edges = [(rel, other, "out", meta) for rel, other, meta in out_edges.get(node, [])]
+            edges += [(rel, other, "in", meta) for rel, other, meta in in_edges.get(node, [])]
             if node in rows:
                 edges += _pattern_edges(index, rows[node])
-            reached += [(node, rel, other, direction) for rel, other, direction in sorted(set(edges))]
-        found = {row["id"]: row for row in index.rows(sorted({other for _, _, other, _ in reached}))}
+            unique = {edge[:3]: edge for edge in edges}
+            reached += [(node, unique[key]) for key in sorted(unique)]
+        found = {row["id"]: row for row in index.rows(sorted({edge[1] for _, edge in reached}))}
         rows.update(found)
         frontier = []
-        for node, relation, other, direction in reached:
+        for node, (relation, other, direction, meta) in reached:
             if other in visited or relation not in RELATIONS:
                 continue
             group = groups.setdefault(relation, [])
             if len(group) >= PER_KIND:
                 continue
-            visited[other], via[other] = distance, node
+            visited[other] = distance
+            sure[other] = round(sure[node] * confidence.edge(relation, meta, other in found), 4)
             frontier.append(other)
-            group.append(_entry(other, found.get(other), relation, direction, distance, rows.get(node)))
+            group.append(_entry(other, found.get(other), relation, direction, distance, rows.get(node), sure[other]))
         if not frontier:
             break
     return {relation: groups[relation] for relation in sorted(groups)}
 
 
 def _entry(doc_id: str, row: dict[str, Any] | None, relation: str, direction: str, distance: int,
-           through: dict[str, Any] | None) -> dict[str, Any]:
+           through: dict[str, Any] | None, sure: float) -> dict[str, Any]:
     entry: dict[str, Any] = {"relation": relation, "direction": direction, "distance": distance,
-                             "via": _public(through) if distance > 1 and through else None}
+                             "via": _public(through) if distance > 1 and through else None, "confidence": sure}
     if row is None:
         return {"id": doc_id.split(":", 1)[-1], "docId": doc_id, "kind": None, "exists": False, **entry}
     kind = discover_kind(row["kind"], row["metadata"])
@@ -177,15 +147,18 @@ def usage(project_files: Any, root: dict[str, Any]) -> dict[str, Any] | None:
 def run(index: Any, files: Any, *, ident: str, depth: int, connection: str | None, user: str,
         budget_tokens: int | None) -> dict[str, Any]:
     index.refresh()
-    root = resolve(index, ident, connection=connection, user=user)
+    root, resolved_by = resolve(index, ident, connection=connection, user=user)
     kind, meta = discover_kind(root["kind"], root["metadata"]), root["metadata"]
     fields = index.fields([root["id"]]).get(root["id"], {})
     groups = neighbours(index, root, depth)
     docs = documents(index, root, groups)
     doc_rows = {row["id"]: row for row in index.rows([d["docId"] for d in docs])}
     hashes = index.item_hashes(sorted({root["path"], *(row["path"] for row in doc_rows.values())}))
-    entity = {"kind": kind, "id": public_id(root["id"], kind, meta), "docId": root["id"], "title": root["title"],
-              "summary": summary_of(kind, meta, fields), "tags": list(meta.get("tags") or []),
+    sure, why = confidence.entity(index, root)
+    entity = {"kind": kind, "id": public_id(root["id"], kind, meta), "docId": root["id"], "path": root["path"],
+              "title": root["title"], "summary": summary_of(kind, meta, fields), "tags": list(meta.get("tags") or []),
+              "aliases": list(meta.get("aliases") or []), "confidence": sure, "confidenceWhy": why,
+              "resolvedBy": resolved_by,
               "provenance": {"path": root["path"], "source": root["source"], "connectionId": root["connection"]},
               "contentHash": hashes.get(root["path"]), **raw_fields(kind, meta)}
     terms = split_words(entity["id"])

@@ -16,7 +16,7 @@ PATTERN_PREFIX = "historic-sql/"
 
 # Which FTS field means what, per kind (``summary`` is resolved to description or comment below).
 _FIELD_MEANING: dict[str, dict[str, str]] = {
-    "table": {"name": "name", "title": "display", "summary": "description", "body": "body", "extra": "usage"},
+    "table": {"name": "name", "title": "display", "summary": "description", "body": "column", "extra": "usage"},
     "column": {"name": "name", "title": "display", "summary": "description", "body": "sample_value",
                "extra": "display", "tags": "display"},
     "sl_source": {"name": "name", "title": "display", "summary": "description", "body": "body", "extra": "usage",
@@ -84,6 +84,8 @@ def snippet_of(kind: str, metadata: dict[str, Any], fields: dict[str, str], term
     if kind == "table":
         if field in ("summary", "extra"):
             return snippet_around(text, terms)
+        if field == "body":  # found through its columns: those that matched first
+            columns = sorted(columns, key=lambda name: not matched_terms(terms, name.replace("_", " ")))
         return cap(", ".join(columns)) if columns else cap(fields.get("summary", "")) or None
     if kind == "column":
         native = str(metadata.get("nativeType") or metadata.get("type") or "")
@@ -93,8 +95,8 @@ def snippet_of(kind: str, metadata: dict[str, Any], fields: dict[str, str], term
         if field == "summary":
             return snippet_around(text, terms)
         return cap(native) or None
-    if kind == "sl_measure":
-        return cap(str(metadata.get("expr") or "")) or None
+    if kind == "sl_measure":  # what it computes, count(*) included
+        return cap(str(metadata.get("formula") or metadata.get("expr") or "")) or None
     if kind == "sl_dimension":
         if field == "summary":
             return snippet_around(text, terms)

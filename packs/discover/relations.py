@@ -3,7 +3,9 @@
 * a page another page ``supersedes`` is hidden unless the query names it;
 * a ``contradicts`` partner is pulled in and both are flagged;
 * ``supports`` bumps a page that is already there (a weight, not a magnet);
-* ``related_to`` pulls its targets with a flag, at most three per source, in declared order;
+* ``related_to`` pulls its targets with a flag, in declared order;
+* one source pulls at most three pages, every relation together (contradicting ones first); the rest are
+  counted in its "N more <relation> not expanded" flag;
 * a matching ``kind: warning`` page ranks first among the wiki refs;
 * recaps only with ``include_recaps``: within 7 days a larger bonus than within 30; older only when named.
 """
@@ -17,7 +19,7 @@ from packs.discover.rank import Candidate, candidate_from_row, first_rank
 from packs.discover.text import split_words
 
 GLOBAL = "global"
-RELATED_MAX = 3
+PULLS_MAX = 3  # pages one source may pull in, every relation together
 SUPPORTS_BONUS = 0.3
 PULL_SHARE = 0.9  # a pulled page ranks just below the page that pulled it
 RECAP_BONUS = {7: 0.5, 30: 0.25}
@@ -103,16 +105,24 @@ def _pull(index: Any, found: dict[str, Candidate], target_id: str, source: Candi
 
 def _relations(index: Any, found: dict[str, Candidate], matched: list[Candidate], user: str,
                shadowed: set[str]) -> None:
+    """Each source pulls at most PULLS_MAX pages it did not find (contradicting ones first, then related_to in
+    declared order); the rest are counted in an "N more <relation> not expanded" flag."""
     ids = [c.doc_id for c in matched]
     incoming_contra = index.incoming(ids, "contradicts")
     for source in matched:
         relations = source.metadata.get("relations") or {}
         key = str(source.metadata.get("key"))
+        pulls, skipped = 0, {"contradicts": 0, "related_to": 0}
         partners = [wiki_id(k) for k in relations.get("contradicts", [])] + incoming_contra.get(source.doc_id, [])
         for partner_id in dict.fromkeys(partners):
+            if partner_id not in found and pulls >= PULLS_MAX:
+                skipped["contradicts"] += 1
+                continue
+            present = partner_id in found
             partner = _pull(index, found, partner_id, source, f"contradicts:{key}", user, shadowed)
             if partner is None:
                 continue
+            pulls += not present
             other = str(partner.metadata.get("key"))
             for page, flag in ((source, f"contradicts:{other}"), (partner, f"contradicts:{key}")):
                 if flag not in page.flags:
@@ -122,15 +132,17 @@ def _relations(index: Any, found: dict[str, Candidate], matched: list[Candidate]
             if supported is not None and supported is not source:
                 supported.add_bonus("supports", SUPPORTS_BONUS * first_rank())
                 supported.flags.append(f"supported_by:{key}")
-        targets = relations.get("related_to", [])
-        for target in targets[:RELATED_MAX]:
+        for target in relations.get("related_to", []):
             if wiki_id(target) in found:
+                continue
+            if pulls >= PULLS_MAX:
+                skipped["related_to"] += 1
                 continue
             pulled = _pull(index, found, wiki_id(target), source, f"related_to:{key}", user, shadowed)
             if pulled is not None:
+                pulls += 1
                 pulled.flags.append(f"related_to:{key}")
-        if len(targets) > RELATED_MAX:
-            source.flags.append(f"{len(targets) - RELATED_MAX} more related_to not expanded")
+        source.flags.extend(f"{count} more {relation} not expanded" for relation, count in skipped.items() if count)
 
 
 def _warnings_first(found: dict[str, Candidate]) -> None:

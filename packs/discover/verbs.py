@@ -10,10 +10,12 @@ from pydantic import Field
 from khive.context import Context
 from khive.limits import BUDGET_TOKENS_MAX, QueryText, searched
 from khive.verbs import NoParams, Params, Verb
-from packs.discover import doctor, lookup, render, search
+from packs.discover import doctor, lookup, pages, render, search
 
 Kind = Literal["wiki", "pattern", "sl_source", "sl_measure", "sl_dimension", "table", "column"]
+PageKind = Literal["note", "warning", "rule", "pattern", "recap"]  # the wiki's page kinds
 Format = Literal["json", "text"]
+Label = Annotated[str, Field(min_length=1, max_length=200)]
 
 
 class SearchParams(Params):
@@ -26,13 +28,28 @@ class SearchParams(Params):
                                       description="shed sections until the payload fits")
     format: Format = "json"
     include_recaps: bool = Field(default=False, description="also recap pages (recent ones first)")
+    scopes: list[Label] | None = Field(
+        default=None, max_length=20,
+        description="pages only, a hard filter: tiers (global, user), key prefixes (sales) or paths "
+                    "(wiki/global/sales); a page stays when it matches one. Default: inferred, pages there lifted")
+    page_kind: PageKind | None = Field(default=None, description="pages only: keep pages of this kind")
+    relevance_phases: list[Label] | None = Field(
+        default=None, max_length=10,
+        description="the phase(s) of the work: pages marked for one are lifted, pages marked only for others "
+                    "dropped")
+    render_bodies: bool = Field(default=False, description="also the text of the first 5 pages and sources "
+                                                           "(capped), in one answer")
 
 
 def search_verb(params: SearchParams, ctx: Context) -> Any:
-    """Ranked refs across wiki, semantic layer and raw schema: score 0..1, snippet, matchedOn, uncovered terms."""
-    payload = search.run(ctx.runtime.index, query=params.query, kinds=params.kinds, connection=params.connection,
-                         limit=params.limit, explain=params.explain, budget_tokens=params.budget_tokens,
-                         user=ctx.user_name, include_recaps=params.include_recaps, today=dt.date.today())
+    """Ranked refs across wiki, SL and raw schema; what the best ones miss, a low-confidence tier, questions."""
+    page_filter = pages.PageFilter(
+        scopes=pages.parse_scopes(params.scopes, ctx.user_name) if params.scopes is not None else None,
+        page_kind=params.page_kind, phases=list(params.relevance_phases or []))
+    payload = search.run(ctx.runtime.index, ctx.runtime.files, query=params.query, kinds=params.kinds,
+                         connection=params.connection, limit=params.limit, explain=params.explain,
+                         budget_tokens=params.budget_tokens, user=ctx.user_name, include_recaps=params.include_recaps,
+                         today=dt.date.today(), page_filter=page_filter, render_bodies=params.render_bodies)
     if params.format == "text":
         return {"text": render.search_text(payload), **({"budget": payload["budget"]} if "budget" in payload else {})}
     return payload
@@ -40,7 +57,8 @@ def search_verb(params: SearchParams, ctx: Context) -> Any:
 
 class LookupParams(Params):
     id: Annotated[str, searched("the id")] = Field(  # an unknown id is searched for, word by word
-        min_length=1, description="a ref id or docId, a qualified table/column name, a wiki key, an SL name")
+        min_length=1, description="a ref id or docId, a project file path (with #entry for one table or member), "
+                                  "a qualified table/column name, a wiki key, an SL name or a declared alias")
     depth: int = Field(default=1, ge=1, le=3, description="how many hops of neighbours")
     connection: str | None = Field(default=None, description="when a name exists in several connections")
     budget_tokens: int | None = Field(default=None, ge=1, le=BUDGET_TOKENS_MAX,
@@ -58,14 +76,15 @@ def lookup_verb(params: LookupParams, ctx: Context) -> Any:
 
 
 def doctor_verb(params: NoParams, ctx: Context) -> Any:
-    """What retrieval can see: reachability, connectivity, hit@3 over bench/retrieval-suite.json, a grade, findings."""
+    """What retrieval can see, measured: a score of 100, a grade and why, findings most severe first."""
     index, today = ctx.runtime.index, dt.date.today()
 
     def run_search(*, query: str, kinds: list[str] | None, connection: str | None) -> dict[str, Any]:
-        return search.run(index, query=query, kinds=kinds, connection=connection, limit=3, explain=False,
+        return search.run(index, ctx.runtime.files, query=query, kinds=kinds, connection=connection, limit=3,
+                          explain=False,
                           budget_tokens=None, user=ctx.user_name, include_recaps=False, today=today)
 
-    return doctor.run(index, run_search)
+    return doctor.run(index, run_search, ctx.runtime.config.connections)
 
 
 VERBS = (

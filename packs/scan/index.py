@@ -6,7 +6,7 @@ historical run under raw-sources/, keeps exactly one version of each table in th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,11 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _aliases(value: Any) -> list[str]:
+    items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    return [str(item) for item in items if isinstance(item, str | int) and str(item).strip()]
+
+
 def source_for(files: FileStore, project: Path) -> FileSource:
     """The index source; untouched shards come from the latest run's JSON, edited ones parse once per edit
     (``ShardReader``), so the first search after a scan of 1,000 tables does not wait for a YAML parse."""
@@ -55,12 +60,13 @@ def source_for(files: FileStore, project: Path) -> FileSource:
             data = ShardReader(files, connection, sync, run_tables).document(path, text.encode("utf-8"))
         except YAMLError as exc:
             raise ValueError(f"{path}: invalid YAML: {exc}") from None
-        return _documents(path, data)
+        return _documents(path, data, run_tables if sync is not None else dict)
 
-    return FileSource(name="scan", roots=("_schema",), suffixes=(".yaml",), parse=parse, version="2")
+    return FileSource(name="scan", roots=("_schema",), suffixes=(".yaml",), parse=parse, version="4")
 
 
-def _documents(path: str, data: dict[str, Any]) -> Sequence[Document]:
+def _documents(path: str, data: dict[str, Any], run_tables: Callable[[], dict[str, dict[str, Any]]]
+               ) -> Sequence[Document]:
     connection, catalog, db = data.get("connection"), data.get("catalog"), data.get("schema")
     if not connection or not db:
         raise ValueError(f"{path}: a shard needs connection: and schema:")
@@ -68,8 +74,23 @@ def _documents(path: str, data: dict[str, Any]) -> Sequence[Document]:
     for name, entry in (data.get("tables") or {}).items():
         if not isinstance(entry, dict) or entry.get("droppedInSync"):
             continue
-        documents.extend(_table_documents(str(connection), catalog, str(db), str(name), entry))
+        live = run_tables().get(f"{db}.{name}") or {}
+        documents.extend(_table_documents(str(connection), catalog, str(db), str(name), _with_live(entry, live)))
     return documents
+
+
+def _with_live(entry: dict[str, Any], live: dict[str, Any]) -> dict[str, Any]:
+    """The shard entry with the live figures only the run keeps (ADR 0033): the row estimate and each
+    inferred relationship's confidence. Without the run (a fresh clone) they stay unknown."""
+    if not live:
+        return entry
+    confidence = {(r.get("toDb"), r.get("toTable"), tuple(r.get("fromColumns") or ())): r.get("confidence")
+                  for r in live.get("inferredRelationships") or []}
+    relationships = [{**rel, "confidence": rel.get("confidence", confidence.get(
+                         (rel.get("toDb"), rel.get("toTable"), tuple(rel.get("fromColumns") or ()))))}
+                     for rel in entry.get("inferredRelationships") or []]
+    return {**entry, "estimatedRows": entry.get("estimatedRows", live.get("estimatedRows")),
+            "inferredRelationships": relationships}
 
 
 def _table_documents(connection: str, catalog: str | None, db: str, name: str, entry: dict[str, Any]
@@ -88,13 +109,15 @@ def _table_documents(connection: str, catalog: str | None, db: str, name: str, e
                           {"columns": rel["fromColumns"], "refColumns": rel["toColumns"], "inferred": True,
                            "confidence": rel.get("confidence")}))
     table_ref = {"catalog": catalog, "db": db, "name": name}
+    aliases = _aliases(entry.get("aliases"))  # written by people beside the scan's keys
     column_names = " ".join(f"{c['name']} {words(str(c['name']))}" for c in columns)
     column_notes = " ".join(_text(c.get("description")) or _text(c.get("comment")) for c in columns)
     documents = [Document(
         id=tid, kind=TABLE, title=f"{db}.{name}", connection=connection,
-        fields={"name": f"{name} {words(name)}", "title": f"{db}.{name}", "summary": description,
+        fields={"name": " ".join([name, words(name), *aliases]), "title": f"{db}.{name}", "summary": description,
                 "tags": "", "body": f"{column_names} {column_notes}".strip(), "extra": usage_text},
         metadata={"connectionId": connection, "tableRef": table_ref, "kind": entry.get("kind", "table"),
+                  "aliases": aliases,
                   "estimatedRows": entry.get("estimatedRows"), "comment": entry.get("comment"),
                   "description": entry.get("description"), "columnCount": len(columns),
                   "frequencyTier": usage.get("frequencyTier") if isinstance(usage, dict) else None},

@@ -77,11 +77,14 @@ def source_documents(connection: str, source: Source, path: str = "") -> list[Do
         edges.append(Edge("sl_table", table_id))
     documents = [Document(
         id=source_id(name), kind=SOURCE_KIND, title=name, connection=connection,
-        fields={"name": name_words(name), "title": source.table or "", "summary": description,
+        fields={"name": " ".join([name_words(name), *source.aliases]), "title": source.table or "",
+                "summary": description,
                 "tags": tier or "", "body": f"{column_text} {measure_text} {segment_text}".strip(),
                 "extra": usage_text(source)},
-        metadata={"connectionId": connection, "name": name, "table": source.table, "isSql": source.sql is not None,
-                  "description": description or None, "columnCount": len(source.columns),
+        metadata={"connectionId": connection, "name": name, "aliases": source.aliases, "table": source.table,
+                  "isSql": source.sql is not None,
+                  "description": description or None, "describedBy": source.descriptions.origin(),
+                  "columnCount": len(source.columns),
                   "measureCount": len(source.measures), "joinCount": len(source.joins),
                   "segmentCount": len(source.segments), "frequencyTier": tier,
                   "columns": [c.name for c in source.columns], "measures": [m.name for m in source.measures],
@@ -100,7 +103,8 @@ def source_documents(connection: str, source: Source, path: str = "") -> list[Do
                     "body": " ".join(part for part in (measure.expr, measure.filter) if part),
                     "extra": name_words(name)},
             metadata={"connectionId": connection, "source": name, "name": measure.name, "agg": measure.agg,
-                      "expr": measure.expr, "filter": measure.filter, "description": measure.description},
+                      "expr": measure.expr, "filter": measure.filter, "formula": measure.formula,
+                      "description": measure.description},
             embed_text=f"{words(measure.name)} {words(name)} {measure.description or ''}".strip(),
         ))
     for column in source.columns:
@@ -137,4 +141,4 @@ def known_sources(index: Any) -> dict[str, Known]:
                                 frozenset(meta.get("measures") or ())) for meta in indexed_sources(index)}
 
 
-SOURCE = FileSource(name="sl", roots=(SL_ROOT,), suffixes=(".yaml",), parse=documents, version="1")
+SOURCE = FileSource(name="sl", roots=(SL_ROOT,), suffixes=(".yaml",), parse=documents, version="3")

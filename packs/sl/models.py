@@ -8,9 +8,12 @@ fills. Descriptions are keyed by origin and resolved by priority (user > db > ai
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
+import sqlglot
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 ColumnType = Literal["string", "number", "time", "boolean"]
@@ -36,11 +39,12 @@ class Descriptions(_Model):
     bootstrap: str | None = None  # what sl.bootstrap guessed and why, for a reviewer to judge (ADR 0033)
 
     def resolved(self) -> str | None:
-        for origin in DESCRIPTION_PRIORITY:
-            text = getattr(self, origin)
-            if text:
-                return str(text)
-        return None
+        origin = self.origin()
+        return None if origin is None else str(getattr(self, origin))
+
+    def origin(self) -> str | None:
+        """Who wrote the description that applies (``DESCRIPTION_PRIORITY``), or None without one."""
+        return next((origin for origin in DESCRIPTION_PRIORITY if getattr(self, origin)), None)
 
 
 class Column(_Model):
@@ -59,7 +63,34 @@ class Column(_Model):
         return self.expr or self.name
 
 
+_AGGREGATE_CALLS: dict[type[exp.Expr], Aggregation] = {
+    exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max", exp.Median: "median"}
+_DISTINCT = re.compile(r"distinct\s+", re.I)
+
+
+def aggregate_call(expr: str) -> tuple[Aggregation, str | None] | None:
+    """``(agg, the expression inside)`` when ``expr`` is one aggregate call (``count(*)``, ``sum(amount)``,
+    ``count(distinct id)``), else None. The inner text is the author's own, not a re-rendering."""
+    try:
+        tree = sqlglot.parse_one(expr)
+    except SqlglotError:
+        return None
+    agg = _AGGREGATE_CALLS.get(type(tree))
+    if agg is None or "(" not in expr:
+        return None
+    inner = expr[expr.index("(") + 1: expr.rindex(")")].strip()
+    if isinstance(tree.this, exp.Distinct):
+        distinct = _DISTINCT.match(inner)
+        return ("count_distinct", inner[distinct.end():].strip()) if agg == "count" and distinct else None
+    if agg == "count" and isinstance(tree.this, exp.Star):
+        return "count", None
+    return agg, inner
+
+
 class Measure(_Model):
+    """A measure: ``agg`` over ``expr``. The form ``expr: count(*)`` (one aggregate call, no ``agg``) is read
+    as ``agg: count``; ``expr: sum(amount)`` as ``agg: sum, expr: amount``."""
+
     name: str
     agg: Aggregation
     expr: str | None = None  # SQL over columns; for agg=derived, arithmetic over other measures' names
@@ -68,11 +99,43 @@ class Measure(_Model):
 
     _check_name = field_validator("name")(classmethod(lambda cls, v: _name(v)))
 
+    @model_validator(mode="before")
+    @classmethod
+    def _aggregate_in_expr(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("expr"), str):
+            return data
+        expr, agg, name = data["expr"], data.get("agg"), data.get("name")
+        call = aggregate_call(expr)
+        if agg is None:
+            if call is None:
+                raise ValueError(f"measure {name!r} has no agg and its expr {expr!r} is not one aggregate call; "
+                                 "fix: add agg: (sum, count, count_distinct, avg, min, max, median or derived) "
+                                 "with expr: <column or expression>, or write expr as one call, e.g. count(*) "
+                                 "or sum(amount)")
+            return {**data, "agg": call[0], "expr": call[1]}
+        if call is not None and agg != "derived":
+            if call[0] != agg:
+                raise ValueError(f"measure {name!r}: agg {agg} over expr {expr!r} nests two aggregates; fix: "
+                                 f"drop agg: and keep expr: {expr}, or keep agg: {agg} with the expression inside")
+            return {**data, "expr": call[1]}
+        return data
+
     @model_validator(mode="after")
     def _expr_needed(self) -> Measure:
         if self.agg not in ("count",) and not self.expr:
             raise ValueError(f"measure {self.name!r}: agg {self.agg} needs an expr")
         return self
+
+    @property
+    def formula(self) -> str:
+        """What the measure computes, as one line of SQL: ``count(*)``, ``sum(amount) filter (where ...)``."""
+        if self.agg == "derived":
+            text = self.expr or ""
+        elif self.agg == "count_distinct":
+            text = f"count(distinct {self.expr})"
+        else:
+            text = f"{self.agg}({self.expr or '*'})"
+        return f"{text} filter (where {self.filter})" if self.filter and self.agg != "derived" else text
 
 
 class JoinKey(_Model):
@@ -114,6 +177,7 @@ class Usage(_Model):
 
 class Source(_Model):
     name: str
+    aliases: list[str] = Field(default_factory=list, description="other names people use for it (discover.lookup)")
     descriptions: Descriptions = Field(default_factory=Descriptions)
     table: str | None = None  # schema.table in the connection
     sql: str | None = None  # or a SELECT defining the source

@@ -314,6 +314,8 @@ def _model_problem(path: str, data: CommentedMap, error: Mapping[str, Any]) -> P
         fix = f"use one of {error.get('ctx', {}).get('expected', '')}"
     elif "needs an expr" in message:
         fix = "add expr: (the SQL to aggregate), or use agg: count"
+    elif "; fix: " in message:  # the model said what to do
+        message, fix = message.split("; fix: ", 1)
     return Problem(path, line_of(data, loc), _field(loc), message, fix)
 
 

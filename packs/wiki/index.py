@@ -29,13 +29,13 @@ def page_document(page: Page) -> Document:
         id=page.doc_id,
         kind=WIKI_KIND,
         title=meta.title or words,
-        fields={"name": f"{page.key} {words}", "title": meta.title or "", "summary": meta.summary,
+        fields={"name": " ".join([page.key, words, *meta.aliases]), "title": meta.title or "", "summary": meta.summary,
                 "tags": " ".join(meta.tags), "body": page.body,
                 "extra": " ".join([*meta.refs, *meta.sl_refs])},
         metadata={"key": page.key, "scope": page.scope, "page_kind": meta.kind, "summary": meta.summary,
                   "tags": meta.tags, "refs": meta.refs, "sl_refs": meta.sl_refs,
                   "relations": {k: v for k, v in meta.relations.model_dump().items() if v},
-                  "relevance": meta.relevance, "archived": meta.archived,
+                  "relevance": meta.relevance, "aliases": meta.aliases, "archived": meta.archived,
                   "stale_since": meta.stale_since.isoformat() if meta.stale_since else None,
                   "date": meta.date.isoformat() if meta.date else None},
         edges=edges,
@@ -48,4 +48,4 @@ def documents(path: str, text: str) -> Sequence[Document]:
     return [page_document(parse_page(path, text))]
 
 
-SOURCE = FileSource(name="wiki", roots=("wiki",), suffixes=(".md",), parse=documents, version="1")
+SOURCE = FileSource(name="wiki", roots=("wiki",), suffixes=(".md",), parse=documents, version="2")

@@ -58,6 +58,7 @@ class Frontmatter(BaseModel):
     relations: Relations = Field(default_factory=Relations)
     kind: PageKind = "note"
     relevance: list[str] = Field(default_factory=list)  # ["always"] or phase names
+    aliases: list[str] = Field(default_factory=list)  # other names people use for the page (discover.lookup)
     stale_since: dt.date | None = None
     archived: bool = False
     date: dt.date | None = None  # recap pages carry one

@@ -33,6 +33,8 @@ class WriteParams(Params):
     relations: Relations = Field(default_factory=Relations)
     kind: PageKind = "note"
     relevance: list[str] = Field(default_factory=list, description='["always"] or phase names')
+    aliases: list[str] = Field(default_factory=list, description="other names for the page; discover.lookup "
+                                                                 "resolves them")
     scope: Scope = Field(default="global", description="global, or user (the caller's own override tier)")
     stale_since: dt.date | None = None
     archived: bool = False
@@ -44,11 +46,11 @@ class WriteParams(Params):
         size = sum(len(str(value)) for name in FRONTMATTER_FIELDS for value in _values(getattr(self, name)))
         if size > current().wiki_frontmatter_chars:
             raise invalid("wiki_frontmatter_chars", size, "the frontmatter (title, summary, tags, refs, sl_refs, "
-                          "relations, relevance)")
+                          "relations, relevance, aliases)")
         return self
 
 
-FRONTMATTER_FIELDS = ("title", "summary", "tags", "refs", "sl_refs", "relations", "relevance")
+FRONTMATTER_FIELDS = ("title", "summary", "tags", "refs", "sl_refs", "relations", "relevance", "aliases")
 
 
 def _values(value: Any) -> list[Any]:

@@ -106,3 +106,24 @@ async def test_bad_arguments_name_the_field(scanned: Call) -> None:
     assert error["code"] == "invalid_args" and "limit" in str(error)
     error = (await scanned('discover.search(query="orders", kinds=["tables"])'))["error"]
     assert error["code"] == "invalid_args" and "kinds" in str(error)
+
+
+async def test_a_table_found_through_its_columns_says_column(scanned: Call) -> None:
+    (table,) = (await scanned('discover.search(query="carrier", kinds=["table"], limit=1)'))["refs"]
+    assert table["id"] == "main.shipments" and table["matchedOn"] == "column"
+    assert table["snippet"].startswith("carrier")  # the column that matched comes first
+    (named,) = (await scanned('discover.search(query="shipments", kinds=["table"], limit=1)'))["refs"]
+    assert named["id"] == "main.shipments" and named["matchedOn"] == "name"
+
+
+async def test_a_count_measure_without_an_expression_shows_what_it_computes(scanned: Call, project: Path) -> None:
+    refs = (await scanned('discover.search(query="orders count", kinds=["sl_measure"])'))["refs"]
+    bootstrapped = next(ref for ref in refs if ref["id"] == "orders.orders_count")
+    assert bootstrapped["snippet"] == "count(*)"
+    (project / "semantic-layer" / "shop" / "tally.yaml").write_text(
+        "name: tally\ntable: main.orders\ncolumns:\n  - name: status\nmeasures:\n"
+        "  - name: paid_tally\n    expr: count(*)\n    filter: status = 'delivered'\n"
+        "  - name: spend_tally\n    expr: sum(total)\n")
+    refs = (await scanned('discover.search(query="tally", kinds=["sl_measure"])'))["refs"]
+    assert {ref["id"]: ref["snippet"] for ref in refs} == {
+        "tally.paid_tally": "count(*) filter (where status = 'delivered')", "tally.spend_tally": "sum(total)"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -270,3 +271,44 @@ async def test_two_writes_of_one_source_in_a_batch_conflict(runtime: Runtime) ->
     loser = second if first["ok"] else first
     assert loser["error"]["code"] == "write_conflict"
     assert loser["error"]["details"]["write_key"] == "sl:shop/customers"
+
+
+SEED_MEASURES = """\
+name: customers
+table: main.customers
+grain: [id]
+columns:
+  - name: id
+    type: number
+  - name: segment
+    type: string
+measures:
+  - name: customer_count
+    expr: count(*)
+  - name: segments
+    expr: COUNT(DISTINCT segment)
+  - name: id_total
+    expr: sum(id)
+"""
+
+
+async def test_a_measure_written_as_one_aggregate_call_is_read_as_agg_and_expr(call: Any, project: Path) -> None:
+    assert (await call(op("sl.validate", connection="shop", yaml=SEED_MEASURES)))["problems"] == []
+    await call(op("sl.write", connection="shop", yaml=SEED_MEASURES))
+    assert (project / "semantic-layer/shop/customers.yaml").read_text() == SEED_MEASURES  # the author's form stays
+    result = await call(op("sl.query", connection="shop", measures=["customers.customer_count", "customers.segments",
+                                                                      "customers.id_total"]))
+    db = sqlite3.connect(project / "shop.sqlite")
+    expected = db.execute("SELECT count(*), count(DISTINCT segment), sum(id) FROM customers").fetchone()
+    db.close()
+    assert [list(row) for row in result["rows"]] == [list(expected)], result
+
+
+async def test_a_nested_or_missing_aggregate_is_refused_with_its_fix(call: Any) -> None:
+    nested = SEED_MEASURES.replace("    expr: sum(id)", "    agg: sum\n    expr: count(*)")
+    (problem,) = (await call(op("sl.validate", connection="shop", yaml=nested)))["problems"]
+    assert problem["field"] == "measures[2]" and problem["line"] == line_of(nested, "- name: id_total")
+    assert "nests two aggregates" in problem["message"] and problem["fix"].startswith("drop agg:")
+    bare = SEED_MEASURES.replace("    expr: sum(id)", "    expr: id * 2")
+    (problem,) = (await call(op("sl.validate", connection="shop", yaml=bare)))["problems"]
+    assert "not one aggregate call" in problem["message"] and "count(*) or sum(amount)" in problem["fix"]
