@@ -17,7 +17,8 @@ import sqlglot
 from sqlglot import exp
 
 from khive.connections.catalog import CatalogSnapshot, ForeignKey, Table, TableKind
-from khive.connections.types import WarehouseDriver, build_column, schema_selected
+from khive.connections.types import build_column, schema_selected
+from khive.connections.warehouse import WarehouseDriver
 
 _KINDS: dict[str, TableKind] = {"BASE TABLE": "table", "VIEW": "view", "MATERIALIZED VIEW": "materialized_view",
                                 "EXTERNAL": "external", "SNAPSHOT": "table", "CLONE": "table"}
@@ -39,6 +40,8 @@ class BigQueryDriver(WarehouseDriver):
     name = "bigquery"
     dialect = "bigquery"
     client_library = "google-cloud-bigquery"
+    extra = "bigquery"
+    session_class = "khive.connections.bqsession:BigQuerySession"
 
     def _view(self, view: str, dataset: str | None = None) -> exp.Table:
         scope = dataset or f"region-{(self.config.region or 'us').lower()}"

@@ -15,7 +15,8 @@ import sqlglot
 from sqlglot import exp
 
 from khive.connections.catalog import CatalogSnapshot, ForeignKey, Table, TableKind
-from khive.connections.types import WarehouseDriver, build_column, schema_selected
+from khive.connections.types import build_column, schema_selected
+from khive.connections.warehouse import WarehouseDriver
 
 _KINDS: dict[str, TableKind] = {"BASE TABLE": "table", "VIEW": "view", "MATERIALIZED VIEW": "materialized_view",
                                 "EXTERNAL TABLE": "external"}
@@ -38,6 +39,8 @@ class SnowflakeDriver(WarehouseDriver):
     name = "snowflake"
     dialect = "snowflake"
     client_library = "snowflake-connector-python"
+    extra = "snowflake"
+    session_class = "khive.connections.sfsession:SnowflakeSession"
 
     def _info(self, view: str) -> exp.Table:
         database = exp.to_identifier(self.config.database) if self.config.database else None
