@@ -15,6 +15,7 @@ datetimes with their offset (``TIMESTAMP_NTZ`` without one).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -40,6 +41,9 @@ _TYPE_NAMES = {0: "NUMBER", 1: "FLOAT", 2: "VARCHAR", 3: "DATE", 4: "TIMESTAMP",
 _TIMEOUT_ERRNO = 630  # "Statement reached its statement or warehouse timeout"
 _ACCESS_ERRNOS = frozenset({3001, 3003, 3041})  # insufficient privileges (42501)
 _URL_FIX = "snowflake://USER:PASSWORD@ACCOUNT/DATABASE?warehouse=WAREHOUSE&role=ROLE"
+# The connector's telemetry probes cloud metadata endpoints (AWS IMDS, GCP, Azure) to name the platform it
+# runs on; a data server has no business sending those, and this variable is the connector's only switch.
+os.environ.setdefault("SNOWFLAKE_DISABLE_PLATFORM_DETECTION", "true")
 
 
 def _json(value: Any, _encoder: Encoder, _column: str) -> Any:
@@ -86,7 +90,7 @@ class SnowflakeSession:
         self._timeout = _seconds(config.statement_timeout_s)
         try:
             self.conn = snowflake.connector.connect(
-                **arguments, autocommit=False, login_timeout=30, network_timeout=max(60, self._timeout + 30),
+                **arguments, autocommit=False, login_timeout=30, request_timeout=max(60, self._timeout + 30),
                 application="khive", client_session_keep_alive=False,
                 enable_server_session_keep_alive_auto_detection=False,
                 session_parameters={"QUERY_TAG": "khive", "MULTI_STATEMENT_COUNT": 1,

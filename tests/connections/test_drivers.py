@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -907,13 +908,19 @@ def test_snowflake_catalog_from_recorded_results() -> None:
     )
 
 
-@pytest.mark.parametrize("driver_class", [BigQueryDriver, SnowflakeDriver])
-def test_warehouse_without_client_library(driver_class: type[BigQueryDriver] | type[SnowflakeDriver]) -> None:
+@pytest.mark.parametrize(("driver_class", "library"), [(BigQueryDriver, "google.cloud.bigquery"),
+                                                       (SnowflakeDriver, "snowflake.connector")])
+def test_warehouse_without_client_library(driver_class: type[BigQueryDriver] | type[SnowflakeDriver], library: str,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # as on a machine without the extra: importing the client library fails
+    monkeypatch.setitem(sys.modules, library, None)
+    monkeypatch.delitem(sys.modules, driver_class.session_class.partition(":")[0], raising=False)
     driver = open_driver("wh", config(driver_class.name), secrets={})
     assert isinstance(driver, driver_class)
     for call in (driver.read_catalog, lambda: driver.execute("SELECT 1", limit=1, timeout_s=1)):
         error = assert_fails_fast("driver_unavailable", call)
         assert driver_class.client_library in error.message and "not installed" in error.message
+        assert error.details["fix"] == f"pip install 'khive[{driver_class.name}]'"
 
 
 def test_warehouse_execute_and_sample_through_the_runner() -> None:
