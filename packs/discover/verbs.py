@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from khive import sink
 from khive.context import Context
 from khive.limits import BUDGET_TOKENS_MAX, QueryText, searched
 from khive.verbs import NoParams, Params, Verb
@@ -26,6 +27,7 @@ class SearchParams(Params):
                                       description="shed sections until the payload fits")
     format: Format = "json"
     include_recaps: bool = Field(default=False, description="also recap pages (recent ones first)")
+    save_to: str | None = Field(default=None, description=sink.SAVE_TO_DOC + " (one row per ref)")
 
 
 def search_verb(params: SearchParams, ctx: Context) -> Any:
@@ -33,8 +35,11 @@ def search_verb(params: SearchParams, ctx: Context) -> Any:
     payload = search.run(ctx.runtime.index, query=params.query, kinds=params.kinds, connection=params.connection,
                          limit=params.limit, explain=params.explain, budget_tokens=params.budget_tokens,
                          user=ctx.user_name, include_recaps=params.include_recaps, today=dt.date.today())
+    if params.save_to:
+        payload = sink.save_records(ctx.runtime.files, params.save_to, payload, "refs", author=ctx.principal)
     if params.format == "text":
-        return {"text": render.search_text(payload), **({"budget": payload["budget"]} if "budget" in payload else {})}
+        return {"text": render.search_text(payload), **({"budget": payload["budget"]} if "budget" in payload else {}),
+                **({"savedTo": payload["savedTo"]} if "savedTo" in payload else {})}
     return payload
 
 
@@ -69,7 +74,8 @@ def doctor_verb(params: NoParams, ctx: Context) -> Any:
 
 
 VERBS = (
-    Verb("discover.search", SearchParams, search_verb, search_verb.__doc__ or ""),
+    Verb("discover.search", SearchParams, search_verb, search_verb.__doc__ or "",
+         write_keys=lambda p: sink.write_key(p.save_to), write_key_rule="export:exports/<save_to> (only with save_to)"),
     Verb("discover.lookup", LookupParams, lookup_verb, lookup_verb.__doc__ or ""),
     Verb("discover.doctor", NoParams, doctor_verb, doctor_verb.__doc__ or ""),
 )
