@@ -1,4 +1,4 @@
-"""BigQuery: the catalog from INFORMATION_SCHEMA, its SQL generated with sqlglot, run by an injected runner.
+"""BigQuery: the catalog from INFORMATION_SCHEMA, its SQL generated with sqlglot, run by google-cloud-bigquery.
 
 Two phases, because BigQuery scopes its views differently: region-qualified views
 (``project.`region-us`.INFORMATION_SCHEMA.X``) give datasets, tables, columns, column and table

@@ -1,4 +1,4 @@
-"""Snowflake: INFORMATION_SCHEMA for tables and columns, SHOW ... KEYS for key columns, via a runner.
+"""Snowflake: INFORMATION_SCHEMA for tables and columns, SHOW ... KEYS for key columns, via the connector.
 
 Snowflake's INFORMATION_SCHEMA names constraints but not their columns, so keys come from
 ``SHOW PRIMARY KEYS`` and ``SHOW IMPORTED KEYS`` over the whole database (one statement each,

@@ -3,8 +3,9 @@
 Every engine gets the same shop: customers with a two-column primary key, orders with a
 two-column foreign key to them, a view, skewed ``status`` values (70 active / 20 churned / 9 trial /
 1 NULL), sensitive columns (``email``, ``password_hash``) and one long ``notes`` text. BigQuery and
-Snowflake cannot run here: their catalog SQL is checked against golden files and their parsing
-against recorded INFORMATION_SCHEMA / SHOW results in ``fixtures/``.
+Snowflake catalog SQL is checked here against golden files and its parsing against recorded
+INFORMATION_SCHEMA / SHOW results in ``fixtures/``; their client libraries run against local servers in
+tests/packs/test_warehouse_clients.py, MySQL against MariaDB in test_mysql.py.
 
 Regenerate the golden SQL (review the diff!)::
 

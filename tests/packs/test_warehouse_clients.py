@@ -14,6 +14,8 @@ import importlib.util
 import json
 import os
 import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, date, datetime, time, timedelta, timezone
 from decimal import Decimal
@@ -231,6 +233,16 @@ async def test_bigquery_probe_earns_its_ok_by_reading_the_job_history(bq_call: C
     assert found["history_readable"]["message"].startswith("1203 query jobs by 14 users in the last 90 days")
     assert set(bq_history.probe_sql(HISTORY_SETTINGS, project="acme-analytics", region="US").values()) <= set(
         bigquery.statements)
+
+
+async def test_khive_doctor_probes_the_bigquery_history(bq_call: Call, bigquery: FakeBigQuery, tmp_path: Path) -> None:
+    record_bigquery_probe(bigquery)
+    done = subprocess.run([sys.executable, "-m", "khive.cli", "--project", str(tmp_path / "proj"), "doctor", "--json"],
+                          env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
+                               "KHIVE_NO_DAEMON": "1"}, capture_output=True, text=True, timeout=180, check=False)
+    checks = {check["request"]: check for check in json.loads(done.stdout)["checks"]}
+    probe = checks['historic_sql.probe(connection="bq")']
+    assert probe["ok"] and probe["result"]["status"] == "ok", probe
 
 
 async def test_bigquery_probe_names_what_to_grant(bq_call: Call, bigquery: FakeBigQuery) -> None:
