@@ -19,6 +19,10 @@ import pgcluster
 import pytest
 from psycopg.conninfo import make_conninfo
 
+# The Snowflake connector probes cloud metadata endpoints for its telemetry unless told not to: tests talk
+# to 127.0.0.1 only (khive's open_runtime sets this too, for projects with a Snowflake connection).
+os.environ.setdefault("SNOWFLAKE_DISABLE_PLATFORM_DETECTION", "true")
+
 
 @pytest.fixture
 def anyio_backend() -> str:

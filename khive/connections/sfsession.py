@@ -15,7 +15,6 @@ datetimes with their offset (``TIMESTAMP_NTZ`` without one).
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -41,9 +40,6 @@ _TYPE_NAMES = {0: "NUMBER", 1: "FLOAT", 2: "VARCHAR", 3: "DATE", 4: "TIMESTAMP",
 _TIMEOUT_ERRNO = 630  # "Statement reached its statement or warehouse timeout"
 _ACCESS_ERRNOS = frozenset({3001, 3003, 3041})  # insufficient privileges (42501)
 _URL_FIX = "snowflake://USER:PASSWORD@ACCOUNT/DATABASE?warehouse=WAREHOUSE&role=ROLE"
-# The connector's telemetry probes cloud metadata endpoints (AWS IMDS, GCP, Azure) to name the platform it
-# runs on; a data server has no business sending those, and this variable is the connector's only switch.
-os.environ.setdefault("SNOWFLAKE_DISABLE_PLATFORM_DETECTION", "true")
 
 
 def _json(value: Any, _encoder: Encoder, _column: str) -> Any:

@@ -160,6 +160,16 @@ async def test_mysql_values_follow_the_value_rule(call: Call, mysql_server: Serv
     assert (types["price"], types["big"], types["bits"], types["day"]) == ("DECIMAL", "BIGINT", "BIT", "DATE")
 
 
+async def test_mysql_semantic_layer_query_by_month(call: Call) -> None:
+    assert "error" not in await call('scan.run(connection="shop")')
+    assert "error" not in await call('sl.bootstrap(connection="shop")')
+    result = await call('sl.query(connection="shop", measures=["orders.orders_count"], '
+                        'dimensions=["orders.placed_at"], time_grain="month", include=["sql"])')
+    assert "error" not in result, result
+    # two orders in March 2026 (DATE_TRUNC rendered for MySQL by sqlglot), two without a date
+    assert sorted(result["rows"], key=lambda row: str(row[0])) == [["2026-03-01", 2], [None, 2]]
+
+
 async def test_mysql_agent_sql_goes_through_the_gate(call: Call) -> None:
     for sql in ("DELETE FROM orders", "SET SESSION TRANSACTION READ WRITE", "SELECT * FROM orders FOR UPDATE"):
         refused = await call(f'sql.execute(connection="shop", sql="{sql}")')
