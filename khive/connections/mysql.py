@@ -36,7 +36,7 @@ from khive.connections.config import ConnectionConfig
 from khive.connections.driver import HoldsConnection, QueryResult
 from khive.connections.types import build_column, query_result, quote, sample_sql, sample_tables, schema_selected
 from khive.errors import ConfigError, KhiveError
-from khive.values import Converter, Encoder, json_text, timedelta_text
+from khive.values import DEFAULT_BYTES_SHOWN, Converter, Encoder, json_text, timedelta_text
 
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
 _KINDS: dict[str, TableKind] = {"BASE TABLE": "table", "VIEW": "view", "SYSTEM VERSIONED": "table"}
@@ -45,10 +45,25 @@ _URL_FIX = "mysql://USER:PASSWORD@HOST:3306/DATABASE"
 _TIMEOUT_ERRORS = frozenset({1969, 3024, 1317})  # max_statement_time, max_execution_time, query interrupted
 _LOST_ERRORS = frozenset({2002, 2003, 2006, 2013, 2055})
 _DENIED_ERRORS = frozenset({1044, 1142, 1143, 1227, 1370})
-_TYPE_NAMES = {getattr(FIELD_TYPE, name): name for name in dir(FIELD_TYPE) if name.isupper()}
-_TYPE_NAMES.update({FIELD_TYPE.NEWDECIMAL: "DECIMAL", FIELD_TYPE.VAR_STRING: "VARCHAR", FIELD_TYPE.STRING: "CHAR",
-                    FIELD_TYPE.LONGLONG: "BIGINT", FIELD_TYPE.LONG: "INT", FIELD_TYPE.TINY: "TINYINT",
-                    FIELD_TYPE.SHORT: "SMALLINT", FIELD_TYPE.INT24: "MEDIUMINT"})
+_TYPE_NAMES = {FIELD_TYPE.DECIMAL: "DECIMAL", FIELD_TYPE.NEWDECIMAL: "DECIMAL", FIELD_TYPE.TINY: "TINYINT",
+               FIELD_TYPE.SHORT: "SMALLINT", FIELD_TYPE.INT24: "MEDIUMINT", FIELD_TYPE.LONG: "INT",
+               FIELD_TYPE.LONGLONG: "BIGINT", FIELD_TYPE.FLOAT: "FLOAT", FIELD_TYPE.DOUBLE: "DOUBLE",
+               FIELD_TYPE.BIT: "BIT", FIELD_TYPE.YEAR: "YEAR", FIELD_TYPE.DATE: "DATE", FIELD_TYPE.NEWDATE: "DATE",
+               FIELD_TYPE.TIME: "TIME", FIELD_TYPE.DATETIME: "DATETIME", FIELD_TYPE.TIMESTAMP: "TIMESTAMP",
+               FIELD_TYPE.JSON: "JSON", FIELD_TYPE.ENUM: "ENUM", FIELD_TYPE.SET: "SET", FIELD_TYPE.GEOMETRY: "GEOMETRY",
+               FIELD_TYPE.NULL: "NULL"}
+# text and binary strings share their wire codes; the character set tells them apart (63 is binary)
+_STRING_NAMES = {FIELD_TYPE.VARCHAR: ("VARCHAR", "VARBINARY"), FIELD_TYPE.VAR_STRING: ("VARCHAR", "VARBINARY"),
+                 FIELD_TYPE.STRING: ("CHAR", "BINARY"), FIELD_TYPE.TINY_BLOB: ("TEXT", "BLOB"),
+                 FIELD_TYPE.MEDIUM_BLOB: ("TEXT", "BLOB"), FIELD_TYPE.LONG_BLOB: ("TEXT", "BLOB"),
+                 FIELD_TYPE.BLOB: ("TEXT", "BLOB")}
+_BINARY_CHARSET = 63
+
+
+def type_name(code: int, charset: int | None) -> str:
+    if code in _STRING_NAMES:
+        return _STRING_NAMES[code][charset == _BINARY_CHARSET]
+    return _TYPE_NAMES.get(code, str(code))
 
 _SCHEMAS_SQL = "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA ORDER BY SCHEMA_NAME"
 _TABLES_SQL = """
@@ -319,15 +334,19 @@ class MySqlDriver(HoldsConnection[pymysql.connections.Connection]):
 
         return sample_tables(tables, policy, self.dialect, run)
 
-    def execute(self, sql: str, *, limit: int, timeout_s: float, bytes_shown: int = 1024) -> QueryResult:
+    def execute(self, sql: str, *, limit: int, timeout_s: float,
+                bytes_shown: int = DEFAULT_BYTES_SHOWN) -> QueryResult:
         started = time.perf_counter()
 
-        def work(cursor: Any) -> tuple[list[Any], list[tuple[Any, ...]]]:
+        def work(cursor: Any) -> tuple[list[Any], list[int | None], list[tuple[Any, ...]]]:
             cursor.execute(sql)
             description = list(cursor.description or [])
-            return description, list(cursor.fetchmany(limit + 1)) if description else []
+            fields = getattr(getattr(cursor, "_result", None), "fields", None) or []  # PyMySQL's column metadata
+            charsets = [getattr(field, "charsetnr", None) for field in fields] or [None] * len(description)
+            return description, charsets, list(cursor.fetchmany(limit + 1)) if description else []
 
-        description, rows = self._unit(work, timeout_s)
-        columns = [{"name": str(item[0]), "type": _TYPE_NAMES.get(item[1], str(item[1]))} for item in description]
+        description, charsets, rows = self._unit(work, timeout_s)
+        columns = [{"name": str(item[0]), "type": type_name(int(item[1]), charset)}
+                   for item, charset in zip(description, charsets, strict=True)]
         converters = [_converter(int(item[1]), int(item[3] or 0)) for item in description]
         return query_result(columns, rows, limit, started, converters=converters, bytes_shown=bytes_shown)

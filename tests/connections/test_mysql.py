@@ -157,7 +157,8 @@ async def test_mysql_values_follow_the_value_rule(call: Call, mysql_server: Serv
         "instant": "2024-03-10T12:00:00+00:00", "clock": "12:34:56.5",
         "span": "P-1DT-6H"}  # -30:00:00 is no time of day: an interval, each field with its sign
     types = dict(zip(names, [column["type"] for column in result["columns"]], strict=True))
-    assert (types["price"], types["big"], types["bits"], types["day"]) == ("DECIMAL", "BIGINT", "BIT", "DATE")
+    assert [types[name] for name in ("price", "big", "bits", "day", "label", "raw", "body", "note")] == [
+        "DECIMAL", "BIGINT", "BIT", "DATE", "CHAR", "VARBINARY", "BLOB", "TEXT"]
 
 
 async def test_mysql_semantic_layer_query_by_month(call: Call) -> None:
