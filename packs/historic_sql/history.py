@@ -57,7 +57,7 @@ def read_history(runtime: Runtime, name: str, settings: HistoricSqlConfig, *, pr
                              timeout_s=connection.statement_timeout_s)
     if connection.driver in ("bigquery", "snowflake"):
         return _warehouse(runtime, name, connection, settings)
-    raise ConfigError(f"connection {name!r} ({connection.driver}) keeps no query history of its own; set "
+    raise ConfigError(f"connection {name!r} ({connection.driver}): khive reads no query history from it; set "
                       f"connections.{name}.historicSql.queryLog to a JSONL or CSV query log",
                       details={"field": f"connections.{name}.historicSql.queryLog",
                                "fix": "queryLog: logs/queries.jsonl (sql, user, started_at, duration_ms, rows, error)"})

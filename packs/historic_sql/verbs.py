@@ -204,7 +204,7 @@ def probe(params: ConnectionParams, ctx: Context) -> dict[str, Any]:
         findings += _warehouse_probe(ctx, params.connection, settings)
     elif connection.driver in ("sqlite", "duckdb", "mysql"):
         findings.append({"severity": "warning", "code": "no_history_source",
-                         "message": f"{connection.driver} keeps no query history",
+                         "message": f"khive reads no query history from {connection.driver} itself",
                          "fix": f"set connections.{params.connection}.historicSql.queryLog to a query log file"})
     worst = next((s for s in ("error", "warning") if any(f["severity"] == s for f in findings)), "ok")
     return {"connectionId": params.connection, "driver": connection.driver, "status": worst, "findings": findings}
