@@ -218,3 +218,39 @@ def test_mysql_connection_failure_names_the_target_never_the_password(shop: dict
         driver.execute("SELECT 1", limit=1, timeout_s=5)
     assert caught.value.code == "connection_failed"
     assert shop["name"] in caught.value.message and "not-the-password-xyz" not in caught.value.message
+
+
+def test_mysql_catalog_is_four_queries_whatever_the_tables(shop: dict[str, str], mysql_server: Server) -> None:
+    import pymysql
+
+    root = pymysql.connect(unix_socket=str(mysql_server.socket), user="root", database=shop["name"], autocommit=True)
+    with root.cursor() as cursor:
+        for i in range(40):
+            cursor.execute(f"CREATE TABLE wide_{i} (id INT PRIMARY KEY, customer_id INT REFERENCES customers (id))")
+    root.close()
+    driver = driver_for(shop["root"])
+    sent: list[str] = []
+    original = driver._fetch
+
+    def counting(queries: list[tuple[str, Any]]) -> Any:
+        sent.extend(sql for sql, _ in queries)
+        return original(queries)
+
+    driver._fetch = counting
+    try:
+        snapshot = driver.read_catalog()
+    finally:
+        driver.close()
+    assert len(snapshot.tables) == 44 and len(sent) == 4
+    assert {table.db for table in snapshot.tables} == {shop["name"]}  # root sees mysql, sys, ...: never scanned
+
+
+def test_mysql_without_a_database_scans_what_schemas_include_names(shop: dict[str, str]) -> None:
+    url = shop["root"].replace(f"/{shop['name']}?", "/?")
+    for schemas, expected in (({"include": [shop["name"]]}, {shop["name"]}), ({"include": ["mysql", "sys"]}, set())):
+        config = ConnectionConfig(driver="mysql", url="env:SHOP_URL", schemas=schemas)
+        driver = open_driver("shop", config, secrets={"url": url})
+        try:
+            assert {table.db for table in driver.read_catalog().tables} == expected
+        finally:
+            driver.close()
