@@ -254,3 +254,36 @@ def test_mysql_without_a_database_scans_what_schemas_include_names(shop: dict[st
             assert {table.db for table in driver.read_catalog().tables} == expected
         finally:
             driver.close()
+
+
+async def test_mysql_history_comes_from_a_query_log(shop: dict[str, str], tmp_path: Path) -> None:
+    root = tmp_path / "logged"
+    init_project(root, "ann")
+    config = root / "khive.yaml"
+    config.write_text(config.read_text().replace("connections: {}", "connections:\n  shop:\n    driver: mysql\n"
+                                                 "    url: env:SHOP_URL\n    historicSql: {enabled: true, "
+                                                 "queryLog: logs/queries.jsonl, minExecutions: 2}\n"))
+    runs = [("SELECT `status`, COUNT(*) FROM `orders` WHERE placed_at >= '2026-0{m}-01' GROUP BY `status`", user)
+            for m, user in ((1, "ann"), (2, "bo"), (3, "ann"))]
+    runs += [("SELECT c.name, SUM(o.total) FROM orders o JOIN customers c ON c.id = o.customer_id "
+              "GROUP BY c.name", "cy")] * 2
+    (root / "logs").mkdir()
+    (root / "logs/queries.jsonl").write_text("".join(
+        json.dumps({"sql": sql, "user": user, "started_at": f"2026-11-2{i}T10:00:00Z", "duration_ms": 40, "rows": 3})
+        + "\n" for i, (sql, user) in enumerate(runs)), encoding="utf-8")
+    runtime = open_runtime(root, {"SHOP_URL": shop["reader"]})
+    try:
+        async def call(text: str) -> dict[str, Any]:
+            envelope = await dispatch(parse(text), Context(runtime, "operator:ann", CLI, presentation="verbose"))
+            (result,) = envelope["results"]
+            return dict(result["result"]) if result["ok"] else {"error": result["error"]}
+
+        assert "error" not in await call('scan.run(connection="shop")')
+        ingested = await call('historic_sql.ingest(connection="shop")')
+        assert "error" not in ingested, ingested
+        orders = await call(f'historic_sql.usage(connection="shop", table="{shop["name"]}.orders")')
+    finally:
+        await runtime.aclose()
+    assert ingested["counts"]["templates"] == 2  # the three status counts are one template
+    assert orders["totals"] == {"executions": 5, "templates": 2, "distinctUsers": 3}
+    assert "status" in orders["usage"]["commonGroupBys"]
