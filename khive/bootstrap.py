@@ -6,6 +6,7 @@ this module before it knows whether it will build a Runtime at all.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,6 +27,10 @@ def open_runtime(project: Path, env: Mapping[str, str], extra_plugins: Iterable[
     from khive.runtime import build_runtime
 
     config = load_config(project / CONFIG_NAME)
+    if any(connection.driver == "snowflake" for connection in config.connections.values()):
+        # The Snowflake connector's telemetry probes cloud metadata endpoints (AWS IMDS, GCP, Azure) to name the
+        # platform it runs on; a data server has no business sending those, and this is the connector's switch.
+        os.environ.setdefault("SNOWFLAKE_DISABLE_PLATFORM_DETECTION", "true")
     env = with_env_file(project, env)  # .khive/env: for clients that start the server without the variables
     return build_runtime(project, config, env, packs=selected_from_env(env),
                          extra_plugins=[*extra_plugins, *plugins_from_env(env)])

@@ -1,4 +1,4 @@
-"""``khive doctor``: discover.doctor plus historic_sql.probe per PostgreSQL connection, printed readably.
+"""``khive doctor``: discover.doctor plus historic_sql.probe per warehouse connection, printed readably.
 
 A composition root (reads the environment through the runtime it opens). Exit 0 when nothing is
 high severity (or, from a probe, error), 1 when such a finding exists or an op failed. ``--format json``
@@ -19,13 +19,14 @@ import orjson
 PROBE = "historic_sql.probe"
 COLOURS = {"high": "red", "error": "red", "medium": "yellow", "warning": "yellow", "low": "cyan", "info": "dim"}
 FAILING = frozenset({"high", "error"})  # discover's top severity and historic_sql.probe's
+PROBED = frozenset({"postgres", "bigquery", "snowflake"})  # drivers whose history the probe reads from the server
 
 
 def _ops(runtime: Any) -> list[str]:
     ops = ["discover.doctor()"]
     if PROBE in runtime.registry.verbs:
         ops += [f"{PROBE}(connection={orjson.dumps(name).decode()})"
-                for name, conn in sorted(runtime.config.connections.items()) if conn.driver == "postgres"]
+                for name, conn in sorted(runtime.config.connections.items()) if conn.driver in PROBED]
     return ops
 
 

@@ -2,9 +2,10 @@
 
 Used by ``khive request``, ``khive mcp`` and ``khive serve``. The caller has parsed the text
 already (a syntax error never reaches the daemon). The answer is an envelope, or ``Local``: the
-caller dispatches in-process. ``Local(chosen=True)`` is deliberate (``KHIVE_NO_DAEMON=1``, a
-``save_to`` argument); any other ``Local`` is a fallback, which ``KHIVE_DAEMON_STRICT=1`` turns
-into a per-op error envelope instead.
+caller dispatches in-process. ``Local(chosen=True)`` is deliberate (``KHIVE_NO_DAEMON=1``); any
+other ``Local`` is a fallback, which ``KHIVE_DAEMON_STRICT=1`` turns into a per-op error envelope
+instead. A ``save_to`` argument names a file under the project's ``exports/`` (khive/sink.py), which
+the daemon serving the project writes as well as this process would (ADR 0037).
 
 Once a request frame is written, a lost answer is an error (``daemon_connection_lost``), never a
 silent re-run, except one resend when every op's verb is read-only (the daemon's hello lists
@@ -78,8 +79,6 @@ def forward_or_spawn(call: Call, *, project: Path, env: Mapping[str, str], setti
     """The daemon's envelope for ``call``, or ``Local``; under strict mode a fallback is an error envelope."""
     if settings.disabled:
         return Local("KHIVE_NO_DAEMON=1", chosen=True)
-    if any("save_to" in op.args for op in call.request.ops):
-        return Local("the request has a save_to argument (a file written relative to the caller)", chosen=True)
     if not call.request_id:
         call = _with_id(call)
     outcome = _forward(call, project, env, settings, on_progress)

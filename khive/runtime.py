@@ -85,6 +85,8 @@ class Runtime:
         secrets: dict[str, str] = {}
         if config.url:
             secrets["url"] = self.secret(config.url, field=f"connections.{name}.url")
+        if config.credentials and config.credentials.startswith("env:"):
+            secrets["credentials"] = self.secret(config.credentials, field=f"connections.{name}.credentials")
         if config.path:
             path = Path(config.path)
             # an absolute path is the operator's choice in khive.yaml; a project path must stay in the project

@@ -1,9 +1,11 @@
 """Shared fixtures. ``postgres_dsn``: one throwaway PostgreSQL cluster per session (see pgcluster.py);
 ``pg_database``: a fresh database in it for each test. Without PostgreSQL these tests skip, unless
-KHIVE_REQUIRE_POSTGRES=1 (CI), where they fail instead."""
+KHIVE_REQUIRE_POSTGRES=1 (CI), where they fail instead. ``mysql_server``: one throwaway MariaDB per
+session (mysqlserver.py), skipped without one unless KHIVE_REQUIRE_MYSQL=1."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -12,9 +14,14 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import daemons
+import mysqlserver
 import pgcluster
 import pytest
 from psycopg.conninfo import make_conninfo
+
+# The Snowflake connector probes cloud metadata endpoints for its telemetry unless told not to: tests talk
+# to 127.0.0.1 only (khive's open_runtime sets this too, for projects with a Snowflake connection).
+os.environ.setdefault("SNOWFLAKE_DISABLE_PLATFORM_DETECTION", "true")
 
 
 @pytest.fixture
@@ -43,6 +50,23 @@ def pg_database(postgres_dsn: str) -> Iterator[str]:
     name = pgcluster.create_database(postgres_dsn)
     yield make_conninfo(postgres_dsn, dbname=name)
     pgcluster.drop_database(postgres_dsn, name)
+
+
+@pytest.fixture(scope="session")
+def mysql_server() -> Iterator[mysqlserver.Server]:
+    with ExitStack() as stack:
+        try:
+            if importlib.util.find_spec("pymysql") is None:
+                raise mysqlserver.ServerUnavailable("PyMySQL is not installed (pip install 'khive[mysql]')")
+            server = stack.enter_context(mysqlserver.running_server())
+        except mysqlserver.ServerUnavailable as exc:
+            reason = str(exc)
+        else:
+            yield server
+            return
+    if os.environ.get("KHIVE_REQUIRE_MYSQL") == "1":
+        pytest.fail(f"KHIVE_REQUIRE_MYSQL=1 but no MariaDB server: {reason}", pytrace=False)
+    pytest.skip(f"no MariaDB server: {reason}")
 
 
 DAEMON_VARIABLES = ("KHIVE_HOME", "KHIVE_SOCKET", "KHIVE_NO_DAEMON", "KHIVE_DAEMON_STRICT", "KHIVE_DAEMON_IDLE")

@@ -1,4 +1,4 @@
-"""BigQuery: the catalog from INFORMATION_SCHEMA, its SQL generated with sqlglot, run by an injected runner.
+"""BigQuery: the catalog from INFORMATION_SCHEMA, its SQL generated with sqlglot, run by google-cloud-bigquery.
 
 Two phases, because BigQuery scopes its views differently: region-qualified views
 (``project.`region-us`.INFORMATION_SCHEMA.X``) give datasets, tables, columns, column and table
@@ -17,7 +17,8 @@ import sqlglot
 from sqlglot import exp
 
 from khive.connections.catalog import CatalogSnapshot, ForeignKey, Table, TableKind
-from khive.connections.types import WarehouseDriver, build_column, schema_selected
+from khive.connections.types import build_column, schema_selected
+from khive.connections.warehouse import WarehouseDriver
 
 _KINDS: dict[str, TableKind] = {"BASE TABLE": "table", "VIEW": "view", "MATERIALIZED VIEW": "materialized_view",
                                 "EXTERNAL": "external", "SNAPSHOT": "table", "CLONE": "table"}
@@ -39,6 +40,8 @@ class BigQueryDriver(WarehouseDriver):
     name = "bigquery"
     dialect = "bigquery"
     client_library = "google-cloud-bigquery"
+    extra = "bigquery"
+    session_class = "khive.connections.bqsession:BigQuerySession"
 
     def _view(self, view: str, dataset: str | None = None) -> exp.Table:
         scope = dataset or f"region-{(self.config.region or 'us').lower()}"

@@ -36,7 +36,7 @@ class SamplePolicy(BaseModel):
 class ConnectionConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    driver: Literal["sqlite", "duckdb", "postgres", "bigquery", "snowflake"]
+    driver: Literal["sqlite", "duckdb", "postgres", "mysql", "bigquery", "snowflake"]
     url: str | None = Field(default=None, description="env:VAR holding the connection string")
     path: str | None = Field(default=None, description="database file, relative to the project")
     description: str = ""
@@ -44,6 +44,11 @@ class ConnectionConfig(BaseModel):
     sample_values: SamplePolicy = Field(default_factory=SamplePolicy)
     project: str | None = None  # bigquery
     region: str | None = None  # bigquery
+    credentials: str | None = Field(default=None, description="bigquery: env:VAR naming a service-account key file "
+                                                              "(default: Application Default Credentials), or "
+                                                              "anonymous (an emulator)")
+    endpoint: str | None = Field(default=None, description="bigquery: the API endpoint, for a private endpoint or "
+                                                           "an emulator (default: Google's)")
     database: str | None = None  # snowflake
     statement_timeout_s: float = Field(default=30.0, gt=0, le=3600,
                                        description="the longest any statement may run; an agent's timeout_s "
@@ -66,10 +71,18 @@ class ConnectionConfig(BaseModel):
             raise ValueError("must be an env:VAR reference (connection strings hold secrets), e.g. env:DATABASE_URL")
         return value
 
+    @field_validator("credentials")
+    @classmethod
+    def _credentials_is_env(cls, value: str | None) -> str | None:
+        if value is not None and value != "anonymous" and not _ENV_REF_RE.match(value):
+            raise ValueError("must be env:VAR naming a service-account key file (key files hold secrets), "
+                             "or anonymous for an emulator")
+        return value
+
     @model_validator(mode="after")
     def _target(self) -> ConnectionConfig:
         if self.driver in ("sqlite", "duckdb") and not self.path:
             raise ValueError(f"a {self.driver} connection needs path: (the database file)")
-        if self.driver == "postgres" and not self.url:
-            raise ValueError("a postgres connection needs url: env:VAR")
+        if self.driver in ("postgres", "mysql") and not self.url:
+            raise ValueError(f"a {self.driver} connection needs url: env:VAR")
         return self

@@ -21,6 +21,7 @@ DRIVERS: dict[str, str] = {
     "sqlite": "khive.connections.sqlite:SqliteDriver",
     "duckdb": "khive.connections.duckdb:DuckDbDriver",
     "postgres": "khive.connections.postgres:PostgresDriver",
+    "mysql": "khive.connections.mysql:MySqlDriver",
     "bigquery": "khive.connections.bigquery:BigQueryDriver",
     "snowflake": "khive.connections.snowflake:SnowflakeDriver",
 }
@@ -89,6 +90,16 @@ def open_driver(connection: str, config: ConnectionConfig, *, secrets: dict[str,
         raise ConfigError(f"connection {connection!r}: unknown driver {config.driver!r}; "
                           f"known drivers: {', '.join(sorted(DRIVERS))}")
     module_name, _, class_name = target.partition(":")
-    driver_class = getattr(import_module(module_name), class_name)
+    try:
+        module = import_module(module_name)
+    except ImportError as exc:  # an optional extra's client library (PyMySQL) is not installed
+        from khive.errors import KhiveError
+
+        raise KhiveError(f"connection {connection!r}: the {config.driver} driver needs {exc.name or 'a library'}, "
+                         f"which is not installed here (pip install 'khive[{config.driver}]')",
+                         code="driver_unavailable",
+                         details={"connection": connection, "driver": config.driver,
+                                  "fix": f"pip install 'khive[{config.driver}]'"}) from None
+    driver_class = getattr(module, class_name)
     driver: Driver = driver_class(connection, config, secrets)
     return driver

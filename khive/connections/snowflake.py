@@ -1,4 +1,4 @@
-"""Snowflake: INFORMATION_SCHEMA for tables and columns, SHOW ... KEYS for key columns, via a runner.
+"""Snowflake: INFORMATION_SCHEMA for tables and columns, SHOW ... KEYS for key columns, via the connector.
 
 Snowflake's INFORMATION_SCHEMA names constraints but not their columns, so keys come from
 ``SHOW PRIMARY KEYS`` and ``SHOW IMPORTED KEYS`` over the whole database (one statement each,
@@ -15,7 +15,8 @@ import sqlglot
 from sqlglot import exp
 
 from khive.connections.catalog import CatalogSnapshot, ForeignKey, Table, TableKind
-from khive.connections.types import WarehouseDriver, build_column, schema_selected
+from khive.connections.types import build_column, schema_selected
+from khive.connections.warehouse import WarehouseDriver
 
 _KINDS: dict[str, TableKind] = {"BASE TABLE": "table", "VIEW": "view", "MATERIALIZED VIEW": "materialized_view",
                                 "EXTERNAL TABLE": "external"}
@@ -38,6 +39,8 @@ class SnowflakeDriver(WarehouseDriver):
     name = "snowflake"
     dialect = "snowflake"
     client_library = "snowflake-connector-python"
+    extra = "snowflake"
+    session_class = "khive.connections.sfsession:SnowflakeSession"
 
     def _info(self, view: str) -> exp.Table:
         database = exp.to_identifier(self.config.database) if self.config.database else None

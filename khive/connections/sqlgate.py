@@ -119,6 +119,10 @@ def require_read_only(sql: str, dialect: str, *, wire: bool, allow_functions: Co
     return decision
 
 
+# MySQL and MariaDB may ignore an ORDER BY in a derived table that has no LIMIT (the standard leaves it unordered)
+_UNORDERED_DERIVED_TABLES = frozenset({"mysql"})
+
+
 def wrap_with_limit(sql: str, dialect: str, limit: int) -> str:
     """``SELECT * FROM (<sql>) AS khive_q LIMIT <limit + 1>`` rendered in the dialect; EXPLAIN unchanged.
 
@@ -148,7 +152,11 @@ def wrap_with_limit(sql: str, dialect: str, limit: int) -> str:
     while isinstance(root, exp.Subquery) and set(root.args) - {"this"} == set():
         root = root.this
     alias = exp.TableAlias(this=exp.to_identifier(WRAP_ALIAS))
-    wrapped = exp.select("*").from_(exp.Subquery(this=root, alias=alias)).limit(limit + 1)
+    if dialect.lower() in _UNORDERED_DERIVED_TABLES and isinstance(root, exp.Query) and root.args.get("order") \
+            and not root.args.get("limit"):
+        wrapped = root.limit(limit + 1)  # the ORDER BY would be dropped inside a derived table: limit in place
+    else:
+        wrapped = exp.select("*").from_(exp.Subquery(this=root, alias=alias)).limit(limit + 1)
     try:
         return wrapped.sql(dialect=dialect.lower(), comments=False)
     except Exception as exc:  # a tree sqlglot parsed but cannot render in the dialect: refuse, do not guess

@@ -76,8 +76,15 @@ DENIED: dict[str, str] = {
     "fsdir": _SERVER_FILES, "zipfile": _SERVER_FILES, "fts3_tokenizer": _EXTENSIONS, "sqlite_dbpage": _EXTENSIONS,
 }
 
-# Denied in one dialect only: SQLite's glob(pattern, text) is a string match, DuckDB's lists files.
-DENIED_BY_DIALECT: dict[str, dict[str, str]] = {"duckdb": {"glob": _FILE_READERS}}
+# Denied in one dialect only: SQLite's glob(pattern, text) is a string match, DuckDB's lists files; MySQL's
+# sleep() and benchmark() hold a connection busy, load_file() reads the server's files.
+DENIED_BY_DIALECT: dict[str, dict[str, str]] = {
+    "duckdb": {"glob": _FILE_READERS},
+    "mysql": {"load_file": _SERVER_FILES, "sleep": _SLEEP, "benchmark": _SLEEP, "get_lock": _LOCKS,
+              "release_lock": _LOCKS, "release_all_locks": _LOCKS, "is_free_lock": _LOCKS, "is_used_lock": _LOCKS,
+              "master_pos_wait": _SLEEP, "source_pos_wait": _SLEEP, "master_gtid_wait": _SLEEP,
+              "wait_for_executed_gtid_set": _SLEEP, "sys_exec": _ADMIN, "sys_eval": _ADMIN},
+}
 
 _COMMON = _names("""
     abs acos acosh asin asinh atan atan2 atanh cbrt ceil ceiling cos cosh cot degrees div exp floor ln log
@@ -151,6 +158,18 @@ ALLOWED: dict[str, frozenset[str]] = {
         json_remove json_set json_insert json_replace json_tree json_each changes total_changes
         last_insert_rowid sqlite_version sqlite_source_id glob like pragma_table_info pragma_table_xinfo
         pragma_index_list pragma_index_info pragma_foreign_key_list
+    """),
+    "mysql": _COMMON | _names("""
+        date_format str_to_date from_unixtime unix_timestamp curdate curtime utc_date utc_time utc_timestamp
+        sysdate makedate maketime period_add period_diff sec_to_time time_to_sec to_days from_days to_seconds
+        weekday yearweek time_format get_format convert_tz addtime subtime adddate subdate extract
+        json_unquote json_contains json_contains_path json_search json_length json_depth json_keys json_overlaps
+        json_pretty json_quote json_arrayagg json_objectagg json_table member_of
+        find_in_set field elt lcase ucase locate mid space conv bin oct ord insert make_set export_set
+        inet_aton inet_ntoa inet6_aton inet6_ntoa is_ipv4 is_ipv6 crc32 sha compress uncompress
+        uncompressed_length bit_count st_astext st_aswkt st_x st_y st_distance st_contains st_within
+        st_geomfromtext st_srid database schema found_rows row_count last_insert_id connection_id
+        regexp_replace regexp_substr regexp_instr weight_string char_length natural_sort_key
     """),
     "bigquery": _COMMON | _names("""
         safe_divide safe_multiply safe_add safe_subtract safe_negate ieee_divide approx_quantiles

@@ -19,10 +19,8 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
-import sqlglot
-
 from khive.connections.catalog import Column, ColumnSample, DimensionType, NormalizedType, Table
-from khive.connections.config import ConnectionConfig, SamplePolicy, SchemaFilter
+from khive.connections.config import SamplePolicy, SchemaFilter
 from khive.connections.driver import QueryResult
 from khive.errors import ConfigError, KhiveError
 from khive.values import (
@@ -41,12 +39,12 @@ _TYPES: dict[NormalizedType, tuple[str, ...]] = {
     "integer": ("INT", "INTEGER", "INT2", "INT4", "INT8", "INT16", "INT32", "INT64", "INT128", "SMALLINT", "BIGINT",
                 "TINYINT", "MEDIUMINT", "HUGEINT", "UHUGEINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT",
                 "SERIAL", "SERIAL2", "SERIAL4", "SERIAL8", "SMALLSERIAL", "BIGSERIAL", "BYTEINT", "VARINT",
-                "BIGNUM", "LONG", "SHORT", "SIGNED", "UNSIGNED"),
+                "BIGNUM", "LONG", "SHORT", "SIGNED", "UNSIGNED", "YEAR"),
     "number": ("NUMERIC", "DECIMAL", "DEC", "NUMBER", "REAL", "FLOAT", "FLOAT4", "FLOAT8", "FLOAT32", "FLOAT64",
                "DOUBLE", "DOUBLE PRECISION", "BIGNUMERIC", "BIGDECIMAL", "MONEY", "SMALLMONEY", "DECFLOAT"),
     "string": ("VARCHAR", "CHAR", "CHARACTER", "CHARACTER VARYING", "CHAR VARYING", "NCHAR", "NVARCHAR", "VARCHAR2",
                "NVARCHAR2", "NATIONAL CHARACTER", "NATIONAL CHARACTER VARYING", "TEXT", "STRING", "BPCHAR", "CITEXT",
-               "NAME", "CLOB", "NCLOB", "TINYTEXT", "MEDIUMTEXT", "LONGTEXT", "NTEXT", "ENUM"),
+               "NAME", "CLOB", "NCLOB", "TINYTEXT", "MEDIUMTEXT", "LONGTEXT", "NTEXT", "ENUM", "SET"),
     "boolean": ("BOOL", "BOOLEAN", "LOGICAL"),
     "date": ("DATE",),
     "timestamp": ("TIMESTAMP", "TIMESTAMPTZ", "DATETIME", "DATETIME2", "DATETIMEOFFSET", "SMALLDATETIME",
@@ -388,68 +386,3 @@ def query_result(columns: list[dict[str, str]], rows: Sequence[Sequence[Any]], l
     return QueryResult(columns=columns, rows=kept, truncated=len(rows) > limit, row_count=len(kept),
                        elapsed_ms=round((time.perf_counter() - started) * 1000, 3),
                        notes=[*(notes or []), *encoder.notes()])
-
-
-# ---- warehouses reached through a runner (BigQuery, Snowflake) -----------------------------------------------
-
-Runner = Callable[[str], list[dict[str, Any]]]
-_VALUE_TYPES: dict[type, str] = {bool: "BOOLEAN", int: "INTEGER", float: "FLOAT", str: "STRING", bytes: "BYTES"}
-
-
-class WarehouseDriver:
-    """Shared by drivers whose SQL runs through an injected ``runner(sql) -> rows as dicts``.
-
-    Subclasses provide ``catalog_queries``/``parse_catalog``; the client library (google-cloud-bigquery,
-    snowflake-connector-python) lives in the runner, built by a composition root. Without one every
-    call raises ``driver_unavailable``. Read-only and timeouts belong to the warehouse role and the
-    runner's job settings: a warehouse has no read-only session this driver could switch on.
-    """
-
-    name = "warehouse"
-    dialect = "postgres"
-    client_library = ""
-
-    def __init__(self, connection: str, config: ConnectionConfig, secrets: dict[str, str],
-                 runner: Runner | None = None):
-        self.connection = connection
-        self.config = config
-        self.secrets = secrets
-        self.runner = runner
-
-    def _run(self, sql: str) -> list[dict[str, Any]]:
-        if self.runner is None:
-            raise KhiveError(f"connection {self.connection!r}: the {self.name} driver needs {self.client_library}, "
-                             f"which is not installed here (pip install {self.client_library})",
-                             code="driver_unavailable", details={"connection": self.connection, "driver": self.name})
-        return self.runner(sql)
-
-    def close(self) -> None:
-        self.runner = None
-
-    def sample_query(self, table: Table, columns: Sequence[Column]) -> str:
-        """The sampling query (written for PostgreSQL, transpiled to the warehouse dialect by sqlglot)."""
-        policy = self.config.sample_values
-        percent = sample_percent(table, policy)
-        clause = "" if percent is None else f" TABLESAMPLE SYSTEM ({percent:.6f})"
-        source = ".".join(quote(part) for part in (table.catalog, table.db, table.name) if part)
-        sql = sample_sql(source, columns, policy, sample_clause=clause, materialized=False)
-        return sqlglot.transpile(sql, read="postgres", write=self.dialect)[0]
-
-    def sample(self, tables: Sequence[Table]) -> list[ColumnSample]:
-        def run(table: Table, columns: list[Column]) -> list[tuple[Any, ...]]:
-            return [tuple(row.values()) for row in self._run(self.sample_query(table, columns))]
-
-        return sample_tables(tables, self.config.sample_values, self.dialect, run)
-
-    def execute(self, sql: str, *, limit: int, timeout_s: float,
-                bytes_shown: int = DEFAULT_BYTES_SHOWN) -> QueryResult:
-        started = time.perf_counter()
-        records = self._run(sql)[: limit + 1]
-        names = list(records[0]) if records else []
-        rows = [[record.get(name) for name in names] for record in records]
-        columns = [{"name": name, "type": next((_VALUE_TYPES.get(type(row[i]), type(row[i]).__name__.upper())
-                                                for row in rows if row[i] is not None), "NULL")}
-                   for i, name in enumerate(names)]
-        return query_result(columns, rows, limit, started,
-                            notes=[f"timeout {timeout_s:g}s and read-only are enforced by the {self.name} role "
-                                   f"and the runner's job settings"], bytes_shown=bytes_shown)

@@ -34,7 +34,7 @@ class Example:
 
 def sql_name(table: str, driver: str) -> str:
     """``schema.table`` as SQL: parts that are not plain lower-case identifiers are quoted for the driver."""
-    quote = "`" if driver == "bigquery" else '"'
+    quote = "`" if driver in ("bigquery", "mysql") else '"'
     return ".".join(part if _PLAIN_IDENTIFIER.match(part) else f"{quote}{part}{quote}" for part in table.split("."))
 
 

@@ -43,14 +43,21 @@ connections: {}
 #     driver: sqlite
 #     path: data/chinook.sqlite
 #     sample_values: {enabled: false}
-#   bq:                                # BigQuery (catalog SQL only: its client library is not bundled)
+#   shopdb:                            # MySQL or MariaDB (pip install 'khive[mysql]')
+#     driver: mysql
+#     url: env:MYSQL_URL               # e.g. mysql://khive_reader:...@db.internal:3306/shop
+#     historicSql: {enabled: true, queryLog: logs/mysql-queries.jsonl}   # an exported query log
+#   bq:                                # BigQuery (pip install 'khive[bigquery]')
 #     driver: bigquery
 #     project: my-gcp-project
-#     region: us
-#   snow:                              # Snowflake (catalog SQL only: its client library is not bundled)
+#     region: us                       # where the datasets live: its INFORMATION_SCHEMA and job history
+#     credentials: env:GOOGLE_APPLICATION_CREDENTIALS   # optional: a service-account key file; default: ADC
+#     historicSql: {enabled: true}     # INFORMATION_SCHEMA.JOBS_BY_PROJECT (roles/bigquery.resourceViewer)
+#   snow:                              # Snowflake (pip install 'khive[snowflake]')
 #     driver: snowflake
-#     url: env:SNOWFLAKE_URL
+#     url: env:SNOWFLAKE_URL           # snowflake://USER:PASSWORD@ORG-ACCOUNT/ANALYTICS?warehouse=WH&role=READER
 #     database: ANALYTICS
+#     historicSql: {enabled: true}     # ACCOUNT_USAGE.QUERY_HISTORY (IMPORTED PRIVILEGES on SNOWFLAKE)
 """
 
 DIRECTORIES = ("wiki/global", "semantic-layer", "raw-sources", "_schema", STATE_DIR)

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from khive import sink
 from khive.context import Context
 from khive.limits import BUDGET_TOKENS_MAX, QueryText, searched
 from khive.verbs import NoParams, Params, Verb
@@ -39,6 +40,7 @@ class SearchParams(Params):
                     "dropped")
     render_bodies: bool = Field(default=False, description="also the text of the first 5 pages and sources "
                                                            "(capped), in one answer")
+    save_to: str | None = Field(default=None, description=sink.SAVE_TO_DOC + " (one row per ref)")
 
 
 def search_verb(params: SearchParams, ctx: Context) -> Any:
@@ -50,8 +52,11 @@ def search_verb(params: SearchParams, ctx: Context) -> Any:
                          connection=params.connection, limit=params.limit, explain=params.explain,
                          budget_tokens=params.budget_tokens, user=ctx.user_name, include_recaps=params.include_recaps,
                          today=dt.date.today(), page_filter=page_filter, render_bodies=params.render_bodies)
+    if params.save_to:
+        payload = sink.save_records(ctx.runtime.files, params.save_to, payload, "refs", author=ctx.principal)
     if params.format == "text":
-        return {"text": render.search_text(payload), **({"budget": payload["budget"]} if "budget" in payload else {})}
+        return {"text": render.search_text(payload), **({"budget": payload["budget"]} if "budget" in payload else {}),
+                **({"savedTo": payload["savedTo"]} if "savedTo" in payload else {})}
     return payload
 
 
@@ -88,7 +93,8 @@ def doctor_verb(params: NoParams, ctx: Context) -> Any:
 
 
 VERBS = (
-    Verb("discover.search", SearchParams, search_verb, search_verb.__doc__ or ""),
+    Verb("discover.search", SearchParams, search_verb, search_verb.__doc__ or "",
+         write_keys=lambda p: sink.write_key(p.save_to), write_key_rule="export:exports/<save_to> (only with save_to)"),
     Verb("discover.lookup", LookupParams, lookup_verb, lookup_verb.__doc__ or ""),
     Verb("discover.doctor", NoParams, doctor_verb, doctor_verb.__doc__ or ""),
 )

@@ -4,10 +4,13 @@
                                   its aggregate kept across runs in the project's ``.khive/`` (logcache.py)
     postgres                      pg_stat_statements of the database the connection's url names
     bigquery / snowflake          their job history views, run through the connection's driver
+    mysql                         none read yet: a query-log file (performance_schema's digests are future work)
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +21,9 @@ from khive.runtime import Runtime
 from packs.historic_sql.config import HistoricSqlConfig
 from packs.historic_sql.prime import Primer
 from packs.historic_sql.readers import ReaderResult
+from packs.historic_sql.readers._warehouse import Runner
 
-DIALECTS = {"postgres": "postgres", "sqlite": "sqlite", "duckdb": "duckdb", "bigquery": "bigquery",
+DIALECTS = {"postgres": "postgres", "sqlite": "sqlite", "duckdb": "duckdb", "mysql": "mysql", "bigquery": "bigquery",
             "snowflake": "snowflake"}
 SEARCH_PATHS = {"postgres": ("public",), "sqlite": ("main",), "duckdb": ("main",)}
 MAX_ROWS = 60_000
@@ -55,7 +59,7 @@ def read_history(runtime: Runtime, name: str, settings: HistoricSqlConfig, *, pr
                              timeout_s=connection.statement_timeout_s)
     if connection.driver in ("bigquery", "snowflake"):
         return _warehouse(runtime, name, connection, settings)
-    raise ConfigError(f"connection {name!r} ({connection.driver}) keeps no query history of its own; set "
+    raise ConfigError(f"connection {name!r} ({connection.driver}): khive reads no query history from it; set "
                       f"connections.{name}.historicSql.queryLog to a JSONL or CSV query log",
                       details={"field": f"connections.{name}.historicSql.queryLog",
                                "fix": "queryLog: logs/queries.jsonl (sql, user, started_at, duration_ms, rows, error)"})
@@ -69,8 +73,10 @@ def dsn(runtime: Runtime, name: str, connection: ConnectionConfig, settings: His
     return runtime.secret(connection.url or "", field=f"connections.{name}.url")
 
 
-def _warehouse(runtime: Runtime, name: str, connection: ConnectionConfig, settings: HistoricSqlConfig
-               ) -> ReaderResult:
+@contextmanager
+def warehouse_runner(runtime: Runtime, name: str) -> Iterator[Runner]:
+    """``runner(sql) -> rows as dicts`` on a driver leased from the connection's pool (BigQuery, Snowflake)."""
+    connection = runtime.connection(name)
     with runtime.drivers.pool(name).lease(connection.statement_timeout_s) as lease:
         driver = lease.driver
 
@@ -79,6 +85,12 @@ def _warehouse(runtime: Runtime, name: str, connection: ConnectionConfig, settin
             names = [column["name"] for column in result.columns]
             return [dict(zip(names, row, strict=True)) for row in result.rows]
 
+        yield runner
+
+
+def _warehouse(runtime: Runtime, name: str, connection: ConnectionConfig, settings: HistoricSqlConfig
+               ) -> ReaderResult:
+    with warehouse_runner(runtime, name) as runner:
         if connection.driver == "bigquery":
             from packs.historic_sql.readers.bigquery import read_bigquery
 

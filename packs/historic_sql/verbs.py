@@ -183,7 +183,9 @@ def patterns(params: PatternsParams, ctx: Context) -> dict[str, Any]:
 
 
 def probe(params: ConnectionParams, ctx: Context) -> dict[str, Any]:
-    """The query-history setup of a connection: pg_stat_statements probe findings, each with severity and fix."""
+    """The query-history setup of a connection, checked against the database (pg_stat_statements, BigQuery's
+    JOBS_BY_PROJECT, Snowflake's QUERY_HISTORY): findings with severity and fix; status ok only when the
+    history was actually read."""
     connection = ctx.runtime.connection(params.connection)
     settings = ingest.settings_for(ctx, params.connection)
     findings: list[dict[str, Any]] = []
@@ -198,9 +200,11 @@ def probe(params: ConnectionParams, ctx: Context) -> dict[str, Any]:
                          "fix": "" if ok else "point historicSql.queryLog at the exported JSONL/CSV log"})
     elif connection.driver == "postgres":
         findings += _postgres_probe(ctx, params.connection, settings)
-    elif connection.driver in ("sqlite", "duckdb"):
+    elif connection.driver in ("bigquery", "snowflake"):
+        findings += _warehouse_probe(ctx, params.connection, settings)
+    elif connection.driver in ("sqlite", "duckdb", "mysql"):
         findings.append({"severity": "warning", "code": "no_history_source",
-                         "message": f"{connection.driver} keeps no query history",
+                         "message": f"khive reads no query history from {connection.driver} itself",
                          "fix": f"set connections.{params.connection}.historicSql.queryLog to a query log file"})
     worst = next((s for s in ("error", "warning") if any(f["severity"] == s for f in findings)), "ok")
     return {"connectionId": params.connection, "driver": connection.driver, "status": worst, "findings": findings}
@@ -228,6 +232,20 @@ def _postgres_probe(ctx: Context, name: str, settings: HistoricSqlConfig) -> lis
                                 "env:<VAR> (GRANT pg_read_all_stats TO it), and keep url's role to SELECT on the "
                                 "analytics schemas"})
     return findings
+
+
+def _warehouse_probe(ctx: Context, name: str, settings: HistoricSqlConfig) -> list[dict[str, Any]]:
+    connection = ctx.runtime.connection(name)
+    with history.warehouse_runner(ctx.runtime, name) as runner:
+        if connection.driver == "bigquery":
+            from packs.historic_sql.readers.bigquery import probe as bigquery_probe
+
+            found = bigquery_probe(runner, settings, project=connection.project, region=connection.region or "us")
+        else:
+            from packs.historic_sql.readers.snowflake import probe as snowflake_probe
+
+            found = snowflake_probe(runner, settings, database=connection.database)
+    return [f.model_dump(mode="json") for f in found]
 
 
 def _unit_key(params: SubmitParams) -> list[str]:

@@ -7,12 +7,13 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from khive import sink
 from khive.connections.readonly import TIMEOUT_DOC, run_read_only
 from khive.connections.sqlgate import check_sql
 from khive.context import Context
 from khive.verbs import Params, Verb
 
-Dialect = Literal["sqlite", "duckdb", "postgres", "bigquery", "snowflake"]
+Dialect = Literal["sqlite", "duckdb", "postgres", "mysql", "bigquery", "snowflake"]
 
 
 class ExecuteParams(Params):
@@ -20,6 +21,7 @@ class ExecuteParams(Params):
     sql: str = Field(min_length=1)
     limit: int = Field(default=100, ge=1, le=100_000)
     timeout_s: float | None = Field(default=None, gt=0, le=3600, description=TIMEOUT_DOC)
+    save_to: str | None = Field(default=None, description=sink.SAVE_TO_DOC)
 
 
 async def execute(params: ExecuteParams, ctx: Context) -> dict[str, Any]:
@@ -28,10 +30,14 @@ async def execute(params: ExecuteParams, ctx: Context) -> dict[str, Any]:
     ran = await run_read_only(ctx.runtime, params.connection, params.sql, limit=params.limit,
                               timeout_s=params.timeout_s, wire=ctx.on_wire)
     result, wrapped, decision = ran.result, ran.sql, ran.decision
-    return {"connectionId": params.connection, "columns": result.columns, "rows": result.rows,
-            "rowCount": result.row_count, "truncated": result.truncated, "elapsedMs": result.elapsed_ms,
-            "sql": wrapped, "tables": list(decision.tables), "timeout": ran.timeout.to_dict(),
-            "notes": [note for note in (ran.timeout.note, *result.notes) if note]}
+    answer = {"connectionId": params.connection, "columns": result.columns, "rows": result.rows,
+              "rowCount": result.row_count, "truncated": result.truncated, "elapsedMs": result.elapsed_ms,
+              "sql": wrapped, "tables": list(decision.tables), "timeout": ran.timeout.to_dict(),
+              "notes": [note for note in (ran.timeout.note, *result.notes) if note]}
+    if params.save_to:
+        return await ctx.run_blocking(sink.save_table, ctx.runtime.files, params.save_to, answer,
+                                      author=ctx.principal)
+    return answer
 
 
 class ValidateParams(Params):
@@ -45,6 +51,7 @@ def validate(params: ValidateParams, ctx: Context) -> dict[str, Any]:
 
 
 SQL_VERBS = (
-    Verb("sql.execute", ExecuteParams, execute, execute.__doc__ or ""),
+    Verb("sql.execute", ExecuteParams, execute, execute.__doc__ or "", write_keys=lambda p: sink.write_key(p.save_to),
+         write_key_rule="export:exports/<save_to> (only with save_to)"),
     Verb("sql.validate", ValidateParams, validate, validate.__doc__ or ""),
 )

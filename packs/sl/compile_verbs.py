@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
+from khive import sink
 from khive.connections.readonly import TIMEOUT_DOC, run_read_only
 from khive.context import Context
 from khive.errors import NotFound
@@ -109,6 +110,7 @@ def sl_compile(params: CompileParams, ctx: Context) -> dict[str, Any]:
 class QueryParams(CompileParams):
     max_rows: int = Field(default=1000, ge=1, le=100_000, description="rows returned; more are flagged truncated")
     timeout_s: float | None = Field(default=None, gt=0, le=3600, description=TIMEOUT_DOC)
+    save_to: str | None = Field(default=None, description=sink.SAVE_TO_DOC)
 
 
 async def sl_query(params: QueryParams, ctx: Context) -> dict[str, Any]:
@@ -118,11 +120,16 @@ async def sl_query(params: QueryParams, ctx: Context) -> dict[str, Any]:
                               timeout_s=params.timeout_s, wire=ctx.on_wire)
     result, shaped = ran.result, _shaped(params, compiled, problems)
     shaped["notes"] += [note for note in (ran.timeout.note, *result.notes) if note]
-    return {**shaped, "columns": result.columns, "rows": result.rows, "rowCount": result.row_count,
-            "truncated": result.truncated, "elapsedMs": result.elapsed_ms, "timeout": ran.timeout.to_dict()}
+    answer = {**shaped, "columns": result.columns, "rows": result.rows, "rowCount": result.row_count,
+              "truncated": result.truncated, "elapsedMs": result.elapsed_ms, "timeout": ran.timeout.to_dict()}
+    if params.save_to:
+        return await ctx.run_blocking(sink.save_table, ctx.runtime.files, params.save_to, answer,
+                                      author=ctx.principal)
+    return answer
 
 
 COMPILE_VERBS = (
     Verb("sl.compile", CompileParams, sl_compile, sl_compile.__doc__ or ""),
-    Verb("sl.query", QueryParams, sl_query, sl_query.__doc__ or ""),
+    Verb("sl.query", QueryParams, sl_query, sl_query.__doc__ or "", write_keys=lambda p: sink.write_key(p.save_to),
+         write_key_rule="export:exports/<save_to> (only with save_to)"),
 )

@@ -3,8 +3,9 @@
 Every engine gets the same shop: customers with a two-column primary key, orders with a
 two-column foreign key to them, a view, skewed ``status`` values (70 active / 20 churned / 9 trial /
 1 NULL), sensitive columns (``email``, ``password_hash``) and one long ``notes`` text. BigQuery and
-Snowflake cannot run here: their catalog SQL is checked against golden files and their parsing
-against recorded INFORMATION_SCHEMA / SHOW results in ``fixtures/``.
+Snowflake catalog SQL is checked here against golden files and its parsing against recorded
+INFORMATION_SCHEMA / SHOW results in ``fixtures/``; their client libraries run against local servers in
+tests/packs/test_warehouse_clients.py, MySQL against MariaDB in test_mysql.py.
 
 Regenerate the golden SQL (review the diff!)::
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -907,13 +909,19 @@ def test_snowflake_catalog_from_recorded_results() -> None:
     )
 
 
-@pytest.mark.parametrize("driver_class", [BigQueryDriver, SnowflakeDriver])
-def test_warehouse_without_client_library(driver_class: type[BigQueryDriver] | type[SnowflakeDriver]) -> None:
+@pytest.mark.parametrize(("driver_class", "library"), [(BigQueryDriver, "google.cloud.bigquery"),
+                                                       (SnowflakeDriver, "snowflake.connector")])
+def test_warehouse_without_client_library(driver_class: type[BigQueryDriver] | type[SnowflakeDriver], library: str,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # as on a machine without the extra: importing the client library fails
+    monkeypatch.setitem(sys.modules, library, None)
+    monkeypatch.delitem(sys.modules, driver_class.session_class.partition(":")[0], raising=False)
     driver = open_driver("wh", config(driver_class.name), secrets={})
     assert isinstance(driver, driver_class)
     for call in (driver.read_catalog, lambda: driver.execute("SELECT 1", limit=1, timeout_s=1)):
         error = assert_fails_fast("driver_unavailable", call)
         assert driver_class.client_library in error.message and "not installed" in error.message
+        assert error.details["fix"] == f"pip install 'khive[{driver_class.name}]'"
 
 
 def test_warehouse_execute_and_sample_through_the_runner() -> None:

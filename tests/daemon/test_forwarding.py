@@ -38,16 +38,19 @@ def test_syntax_error_never_reaches_the_daemon(daemon: Daemon, project: Path) ->
     assert not daemon.socket.exists()  # nothing was spawned for it
 
 
-def test_no_daemon_and_save_to_dispatch_locally_even_in_strict_mode(daemon: Daemon, project: Path) -> None:
+def test_no_daemon_dispatches_locally_even_in_strict_mode_and_save_to_does_not(daemon: Daemon,
+                                                                              project: Path) -> None:
     strict = {"KHIVE_DAEMON_STRICT": "1"}
     off = daemon.khive("--verbose", "request", 'd.read(tag="here")', cwd=project,
                        env={**strict, "KHIVE_NO_DAEMON": "1"})
     assert off.returncode == 0 and "dispatching locally: KHIVE_NO_DAEMON=1" in off.stderr
     assert json.loads(off.stdout)["results"][0]["result"]["pid"] != daemon.pid()
-    save = daemon.khive("--verbose", "request", 'd.read(tag="s", save_to="out.json")', cwd=project, env=strict)
-    assert "dispatching locally: the request has a save_to argument" in save.stderr
-    assert json.loads(save.stdout)["results"][0]["error"]["code"] == "invalid_args"  # d.read has no save_to
     assert not daemon.socket.exists()
+    # save_to names a file under the project's exports/: the daemon serving the project writes it (ADR 0037)
+    save = daemon.khive("--verbose", "request", 'd.read(tag="s", save_to="out.json")', cwd=project, env=strict)
+    assert "dispatching locally" not in save.stderr
+    assert json.loads(save.stdout)["results"][0]["error"]["code"] == "invalid_args"  # d.read has no save_to
+    assert daemon.socket.exists()
 
 
 def test_config_id_mismatch_falls_back_to_local_dispatch(daemon: Daemon, project: Path, tmp_path: Path) -> None:

@@ -103,9 +103,10 @@ def test_init_shows_one_commented_connection_per_driver(tmp_path: Path) -> None:
     uncommented = [line[2:] for line in examples.splitlines() if line.startswith("#   ")]
     config = parse_config(head + "connections:\n" + "\n".join(uncommented) + "\n", Path("khive.yaml"))
     drivers = {connection.driver for connection in config.connections.values()}
-    assert drivers == {"postgres", "duckdb", "sqlite", "bigquery", "snowflake"}
+    assert drivers == {"postgres", "duckdb", "sqlite", "mysql", "bigquery", "snowflake"}
     assert all(c.url is None or c.url.startswith("env:") for c in config.connections.values())
-    assert referenced_variables(config) == ("DATABASE_HISTORY_URL", "DATABASE_URL", "SNOWFLAKE_URL")
+    assert referenced_variables(config) == ("DATABASE_HISTORY_URL", "DATABASE_URL", "GOOGLE_APPLICATION_CREDENTIALS",
+                                            "MYSQL_URL", "SNOWFLAKE_URL")
 
 
 def test_referenced_variables_are_what_the_server_reads() -> None:

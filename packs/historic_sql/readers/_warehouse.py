@@ -37,11 +37,12 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
+from khive.errors import KhiveError
 from packs.historic_sql.config import HistoricSqlConfig, ServiceAccountRule
 from packs.historic_sql.filters import SERVICE_ACCOUNT, iso, parse_time
-from packs.historic_sql.models import AggregatedTemplate, TemplateStats
+from packs.historic_sql.models import AggregatedTemplate, ProbeFinding, TemplateStats
 from packs.historic_sql.normalize import Normalizer
-from packs.historic_sql.readers._common import TOP_USERS, text_markers
+from packs.historic_sql.readers._common import TOP_USERS, error, text_markers
 
 # statement / query types that read tables; DDL, SHOW, USE, scripts' parent jobs and the like stay out
 STATEMENT_TYPES = ("SELECT", "INSERT", "UPDATE", "DELETE", "MERGE", "CREATE_TABLE_AS_SELECT")
@@ -114,6 +115,22 @@ def _account_rule(spec: WarehouseSpec, rules: Sequence[ServiceAccountRule]) -> e
     user = sqlglot.parse_one(spec.user_column, read=spec.dialect)
     return exp.Case(ifs=[exp.If(this=spec.regex_match(user.copy(), rule.pattern), true=exp.Literal.string(rule.mode))
                          for rule in rules], default=none)
+
+
+def client_failure(exc: Exception, where: str) -> ProbeFinding | None:
+    """The finding for a failure that is not the query's: the client library is missing, or the warehouse
+    cannot be reached or refuses the credentials (None for anything else)."""
+    if not isinstance(exc, KhiveError) or exc.code not in ("driver_unavailable", "connection_failed"):
+        return None
+    fix = str(exc.details.get("fix") or "check the connection's credentials and url in khive.yaml")
+    if exc.code == "driver_unavailable":
+        return error("client_library_missing", exc.message, fix)
+    return error("connection_failed", f"cannot reach {where}: {exc.message}", fix)
+
+
+def first_row(rows: Rows) -> dict[str, Any]:
+    """A one-row probe result with lower-case keys (Snowflake answers in upper case)."""
+    return {str(key).lower(): value for key, value in (rows[0] if rows else {}).items()}
 
 
 # ---- rows ----------------------------------------------------------------------------------------------------

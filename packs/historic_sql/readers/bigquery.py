@@ -1,8 +1,9 @@
-"""BigQuery: ``region-<r>.INFORMATION_SCHEMA.JOBS_BY_PROJECT`` aggregated in BigQuery, run by an injected runner.
+"""BigQuery: ``region-<r>.INFORMATION_SCHEMA.JOBS_BY_PROJECT`` aggregated in BigQuery, run through a runner.
 
-The runner (``runner(sql) -> rows as dicts``) belongs to the composition root, which owns the
-google-cloud-bigquery client and credentials; here are only the SQL (``aggregation_sql``, shared
-shape in ``_warehouse.py``) and the parsing of its rows. Executions are finished query jobs
+The runner (``runner(sql) -> rows as dicts``) is the connection's driver (google-cloud-bigquery,
+``khive[bigquery]``); here are only the SQL (``aggregation_sql``, shared shape in ``_warehouse.py``),
+the parsing of its rows, and ``probe``: two small queries that show the catalog and the job history
+are readable, or say what to grant. Executions are finished query jobs
 (``job_type = 'QUERY'``, ``state = 'DONE'``) whose ``statement_type`` reads tables, created within
 ``windowDays``, that do not read INFORMATION_SCHEMA. Templates are keyed by BigQuery's own
 ``query_info.query_hashes.normalized_literals`` (literals and comments ignored; the text's
@@ -25,12 +26,14 @@ from sqlglot import exp
 from packs.historic_sql.config import HistoricSqlConfig
 from packs.historic_sql.models import ProbeFinding
 from packs.historic_sql.normalize import Normalizer
-from packs.historic_sql.readers._common import ReaderResult, error, finish, warning
+from packs.historic_sql.readers._common import ReaderResult, error, finish, info, warning
 from packs.historic_sql.readers._warehouse import (
     MAX_TEMPLATES,
     STATEMENT_TYPES,
     Runner,
     WarehouseSpec,
+    client_failure,
+    first_row,
     templates_from_rows,
 )
 from packs.historic_sql.readers._warehouse import aggregation_sql as _aggregation_sql
@@ -102,9 +105,69 @@ def read_bigquery(runner: Runner, config: HistoricSqlConfig, *, project: str | N
     return finish(templates_from_rows(rows, normalizer), findings, config, normalizer, now)
 
 
+def _view(name: str, project: str | None, region: str) -> str:
+    return exp.Table(this=exp.Identifier(this=f"INFORMATION_SCHEMA.{name}", quoted=False),
+                     db=exp.to_identifier(f"region-{region.lower()}"),
+                     catalog=exp.to_identifier(project) if project else None).sql("bigquery")
+
+
+def probe_sql(config: HistoricSqlConfig, *, project: str | None = None, region: str = "us") -> dict[str, str]:
+    """The probe's two queries: datasets the reader sees, and query jobs in the window (BigQuery SQL)."""
+    return {
+        "catalog": f"SELECT COUNT(*) AS datasets FROM {_view('SCHEMATA', project, region)}",
+        "history": (f"SELECT COUNT(*) AS jobs, COUNT(DISTINCT user_email) AS users, MAX(creation_time) AS latest "
+                    f"FROM {_view('JOBS_BY_PROJECT', project, region)} WHERE job_type = 'QUERY' AND creation_time "
+                    f">= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL {int(config.windowDays)} DAY)"),
+    }
+
+
+def probe(runner: Runner, config: HistoricSqlConfig, *, project: str | None = None, region: str = "us"
+          ) -> list[ProbeFinding]:
+    """Whether the reader can see the datasets and the job history, each problem with what to grant."""
+    queries = probe_sql(config, project=project, region=region)
+    where = f"BigQuery project {project or '(the credentials default)'}, region {region}"
+    findings: list[ProbeFinding] = []
+    if config.windowDays > RETENTION_DAYS:
+        findings.append(warning("window_exceeds_retention",
+                                f"windowDays is {config.windowDays} but BigQuery keeps {RETENTION_DAYS} days of jobs",
+                                f"set historicSql.windowDays to {RETENTION_DAYS} or less"))
+    try:
+        datasets = int(first_row(runner(queries["catalog"])).get("datasets") or 0)
+    except Exception as exc:  # the driver's errors name the cause; a missing library or no access stops here
+        fatal = client_failure(exc, where)
+        if fatal is not None:
+            return [*findings, fatal]
+        findings.append(error("catalog_unreadable", f"listing the datasets of {where} failed: "
+                                                    f"{' '.join(str(exc).split())}",
+                              "grant the reader roles/bigquery.metadataViewer on the project (or on each dataset)"))
+    else:
+        if datasets:
+            findings.append(info("catalog_visible", f"{datasets} datasets visible in {where}"))
+        else:
+            findings.append(warning("no_datasets_visible", f"the reader sees no dataset in {where}",
+                                    "set region: to the location of the datasets, or grant the reader "
+                                    "roles/bigquery.metadataViewer on the project"))
+    try:
+        found = first_row(runner(queries["history"]))
+    except Exception as exc:
+        return [*findings, client_failure(exc, where) or _failure(exc, project, region)]
+    jobs, users = int(found.get("jobs") or 0), int(found.get("users") or 0)
+    if not jobs:
+        findings.append(warning("no_history", f"no query jobs in the last {config.windowDays} days in {where}",
+                                "set region: to where the analysts' queries run (the datasets' location), or "
+                                "widen historicSql.windowDays"))
+    else:
+        findings.append(info("history_readable", f"{jobs} query jobs by {users} users in the last "
+                                                 f"{config.windowDays} days, the latest at {found.get('latest')}"))
+    return findings
+
+
 def _failure(exc: Exception, project: str | None, region: str) -> ProbeFinding:
     text = " ".join(str(exc).split())
     where = f"project {project or '(the client default)'}, region {region}"
+    fatal = client_failure(exc, f"BigQuery {where}")
+    if fatal is not None:
+        return fatal
     if "denied" in text.lower() or "permission" in text.lower() or "listAll" in text:
         return error("insufficient_privilege", f"reading INFORMATION_SCHEMA.JOBS_BY_PROJECT in {where} was denied: "
                                                f"{text}",

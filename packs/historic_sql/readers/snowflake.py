@@ -1,7 +1,8 @@
-"""Snowflake: ``SNOWFLAKE.ACCOUNT_USAGE.QUERY_HISTORY`` aggregated in Snowflake, run by an injected runner.
+"""Snowflake: ``SNOWFLAKE.ACCOUNT_USAGE.QUERY_HISTORY`` aggregated in Snowflake, run through a runner.
 
-The runner (``runner(sql) -> rows as dicts``, a DictCursor's upper-case keys are fine) belongs to
-the composition root, which owns snowflake-connector-python and credentials. Executions are
+The runner (``runner(sql) -> rows as dicts``, upper-case keys are fine) is the connection's driver
+(snowflake-connector-python, ``khive[snowflake]``); ``probe`` checks the session's warehouse, the
+catalog and the history view with three small queries and says what to grant. Executions are
 finished queries (``execution_status`` SUCCESS, FAIL or INCIDENT) whose ``query_type`` reads
 tables, started within ``windowDays``, that are not the SYSTEM user's, not statements the
 client driver generated (``is_client_generated_statement``) and not reads of ACCOUNT_USAGE or
@@ -32,6 +33,8 @@ from packs.historic_sql.readers._warehouse import (
     STATEMENT_TYPES,
     Runner,
     WarehouseSpec,
+    client_failure,
+    first_row,
     templates_from_rows,
 )
 from packs.historic_sql.readers._warehouse import aggregation_sql as _aggregation_sql
@@ -102,9 +105,7 @@ def read_snowflake(runner: Runner, config: HistoricSqlConfig, *, now: datetime |
         except Exception as exc:  # the connector's errors are not ours to enumerate
             if "QUERY_PARAMETERIZED_HASH" not in str(exc).upper() and "QUERY_HASH" not in str(exc).upper():
                 raise
-            findings.append(info("query_hash_unavailable", "QUERY_HISTORY has no query_parameterized_hash here: "
-                                                           "grouped by the exact text instead",
-                                 "SELECT SYSTEM$ENABLE_BEHAVIOR_CHANGE_BUNDLE('2023_06');"))
+            findings.append(_no_hash())
             rows = runner(aggregation_sql(config, key=TEXT_KEY, max_templates=max_templates))
     except Exception as exc:  # report, never raise
         return ReaderResult([], [*findings, _failure(exc)])
@@ -116,11 +117,89 @@ def read_snowflake(runner: Runner, config: HistoricSqlConfig, *, now: datetime |
     return finish(templates_from_rows(rows, normalizer), findings, config, normalizer, now)
 
 
-def _failure(exc: Exception) -> ProbeFinding:
+def probe_sql(config: HistoricSqlConfig, *, database: str | None = None, hashed: bool = True) -> dict[str, str]:
+    """The probe's queries (Snowflake SQL): the session, the catalog it sees, the history in the window."""
+    tables = exp.Table(this=exp.to_identifier("TABLES"), db=exp.to_identifier("INFORMATION_SCHEMA"),
+                       catalog=exp.to_identifier(database) if database else None).sql("snowflake")
+    source = spec(config).source.sql("snowflake")
+    hashes = "COUNT(query_parameterized_hash)" if hashed else "0"
+    return {
+        "session": "SELECT CURRENT_ROLE() AS ROLE, CURRENT_WAREHOUSE() AS WAREHOUSE, CURRENT_USER() AS USER_NAME",
+        "catalog": f"SELECT COUNT(*) AS TABLES FROM {tables} WHERE TABLE_SCHEMA <> 'INFORMATION_SCHEMA'",
+        "history": (f"SELECT COUNT(*) AS QUERIES, COUNT(DISTINCT user_name) AS USERS, MAX(start_time) AS LATEST, "
+                    f"{hashes} AS HASHED FROM {source} "
+                    f"WHERE start_time >= DATEADD(DAY, -{int(config.windowDays)}, CURRENT_TIMESTAMP())"),
+    }
+
+
+def probe(runner: Runner, config: HistoricSqlConfig, *, database: str | None = None) -> list[ProbeFinding]:
+    """Whether the session has a warehouse, sees tables and can read QUERY_HISTORY, each problem with its fix."""
+    queries = probe_sql(config, database=database)
+    findings: list[ProbeFinding] = []
+    if config.windowDays > RETENTION_DAYS:
+        findings.append(warning("window_exceeds_retention",
+                                f"windowDays is {config.windowDays} but ACCOUNT_USAGE keeps {RETENTION_DAYS} days",
+                                f"set historicSql.windowDays to {RETENTION_DAYS} or less"))
+    try:
+        session = first_row(runner(queries["session"]))
+    except Exception as exc:  # a missing library or a failed login stops here, with the driver's fix
+        return [*findings, _failure(exc)]
+    role = str(session.get("role") or "<reader role>")
+    if not session.get("warehouse"):
+        return [*findings, error("no_warehouse", f"the session (user {session.get('user_name')}, role {role}) has "
+                                                 "no warehouse, so no query can run",
+                                 "add warehouse=NAME to the connection's url, or ALTER USER <user> SET "
+                                 "DEFAULT_WAREHOUSE = <name>; and GRANT USAGE ON WAREHOUSE <name> TO ROLE "
+                                 f"{role};")]
+    try:
+        tables = int(first_row(runner(queries["catalog"])).get("tables") or 0)
+    except Exception as exc:
+        findings.append(error("catalog_unreadable", f"INFORMATION_SCHEMA.TABLES is not readable: "
+                                                    f"{' '.join(str(exc).split())}",
+                              f"GRANT USAGE ON DATABASE {database or '<database>'} TO ROLE {role};"))
+    else:
+        if tables:
+            findings.append(info("catalog_visible", f"{tables} tables visible to role {role}"))
+        else:
+            findings.append(warning("no_tables_visible", f"role {role} sees no table in "
+                                                         f"{database or 'the current database'}",
+                                    f"GRANT USAGE ON DATABASE {database or '<database>'} TO ROLE {role}; GRANT USAGE "
+                                    f"ON ALL SCHEMAS IN DATABASE {database or '<database>'} TO ROLE {role}; GRANT "
+                                    f"REFERENCES ON ALL TABLES IN DATABASE {database or '<database>'} TO ROLE {role};"))
+    try:
+        try:
+            history = first_row(runner(queries["history"]))
+        except Exception as exc:
+            if "QUERY_PARAMETERIZED_HASH" not in str(exc).upper():
+                raise
+            findings.append(_no_hash())
+            history = first_row(runner(probe_sql(config, database=database, hashed=False)["history"]))
+    except Exception as exc:
+        return [*findings, _failure(exc, role)]
+    count, users = int(history.get("queries") or 0), int(history.get("users") or 0)
+    if not count:
+        findings.append(warning("no_history", f"QUERY_HISTORY holds no query in the last {config.windowDays} days",
+                                "ACCOUNT_USAGE lags up to 45 minutes behind; on a new account, run again later"))
+    else:
+        findings.append(info("history_readable", f"{count} queries by {users} users in the last {config.windowDays} "
+                                                 f"days, the latest at {history.get('latest')}"))
+    return findings
+
+
+def _no_hash() -> ProbeFinding:
+    return info("query_hash_unavailable",
+                "QUERY_HISTORY has no query_parameterized_hash here: grouped by the exact text instead",
+                "SELECT SYSTEM$ENABLE_BEHAVIOR_CHANGE_BUNDLE('2023_06');")
+
+
+def _failure(exc: Exception, role: str = "<reader role>") -> ProbeFinding:
+    fatal = client_failure(exc, "Snowflake")
+    if fatal is not None:
+        return fatal
     text = " ".join(str(exc).split())
     if "not authorized" in text.lower() or "does not exist" in text.lower() or "insufficient" in text.lower():
         return error("insufficient_privilege", f"SNOWFLAKE.ACCOUNT_USAGE.QUERY_HISTORY is not readable: {text}",
-                     "GRANT IMPORTED PRIVILEGES ON DATABASE SNOWFLAKE TO ROLE <reader role>;  -- or "
-                     "GRANT DATABASE ROLE SNOWFLAKE.GOVERNANCE_VIEWER TO ROLE <reader role>;")
+                     f"GRANT IMPORTED PRIVILEGES ON DATABASE SNOWFLAKE TO ROLE {role};  -- or "
+                     f"GRANT DATABASE ROLE SNOWFLAKE.GOVERNANCE_VIEWER TO ROLE {role};")
     return error("query_failed", f"the query-history query failed: {text}",
                  "run the SQL from historic_sql.readers.snowflake.aggregation_sql in a worksheet to see why")

@@ -28,7 +28,7 @@ _SQLITE_TRUNC = {
 }
 
 
-_NO_MEDIAN = frozenset({"sqlite", "bigquery"})
+_NO_MEDIAN = frozenset({"sqlite", "bigquery", "mysql"})  # MariaDB's MEDIAN is a window function only
 
 
 @lru_cache(maxsize=1024)
