@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from khive.redact import BUILTIN
+
 INTERNAL_ERROR = "internal_error"
 _MESSAGE_LIMIT = 300
 
@@ -32,7 +34,7 @@ def unexpected_failure(verbs: Sequence[str], request_id: str, stage: str, exc: B
     and where to look, without a traceback."""
     where = STAGES.get(stage, stage)
     kind = type(exc).__name__
-    text = printable(str(exc))
+    text = printable(BUILTIN.text(str(exc)))  # an exception can quote SQL and its literals (ADR 0035)
     shown = f"{kind}: {text}" if text else kind
     look = f"; `khive audit` shows what ran for request {request_id}" if request_id else ""
     return failed_envelope(verbs, request_id, INTERNAL_ERROR,

@@ -335,6 +335,10 @@ class Redactor:
         """A sample or result value: text is redacted, anything else is returned as it is."""
         return self._apply(value, False, counts) if isinstance(value, str) else value
 
+    def column_values(self, column: str, values: Iterable[Any]) -> list[Any]:
+        """Sample values of ``column`` as they may be shown: none when its name says secret, the rest redacted."""
+        return [] if secret_name(column) else [self.value(value) for value in values]
+
     def args(self, value: Any, counts: Counter[str] | None = None, *, key: str | None = None) -> Any:
         """Arguments (nested dicts and lists): values under keys that say secret become a marker, text is
         redacted, everything else is kept."""

@@ -22,6 +22,7 @@ from khive.errors import ConfigError
 from khive.limits import Limits
 from khive.project.locate import CONFIG_NAME, STATE_DIR, find_project  # noqa: F401  (re-exported)
 from khive.project.yamldoc import line_of, plain
+from khive.redact import check_pattern
 from khive.textcheck import decode_error
 
 _ENV_REF_RE = re.compile(r"env:[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -99,6 +100,22 @@ class WikiConfig(_Section):
     git_commit: bool = False  # commit every page write when the project is a git repository
 
 
+class RedactionConfig(_Section):
+    patterns: list[str] = Field(default_factory=list,
+                                description="regexes (case-insensitive) redacted wherever text leaves the warehouse, "
+                                            "on top of the built-in credential rules (khive/redact.py)")
+
+    @field_validator("patterns")
+    @classmethod
+    def _patterns(cls, value: list[str]) -> list[str]:
+        for index, pattern in enumerate(value):
+            try:
+                check_pattern(pattern)
+            except ValueError as exc:
+                raise ValueError(f"pattern {index + 1}: {exc}") from None
+        return value
+
+
 class KhiveConfig(_Section):
     version: Literal[1] = 1
     name: str | None = None
@@ -110,6 +127,7 @@ class KhiveConfig(_Section):
     index: IndexConfig = Field(default_factory=IndexConfig)
     wiki: WikiConfig = Field(default_factory=WikiConfig)
     limits: Limits = Field(default_factory=Limits)  # input caps (khive/limits.py); raise one here
+    redaction: RedactionConfig = Field(default_factory=RedactionConfig)  # more secrets to redact (ADR 0035)
 
 
 def load_config(path: Path) -> KhiveConfig:

@@ -34,7 +34,10 @@ STEPS = 5
 
 
 def settings_for(ctx: Context, connection: str) -> HistoricSqlConfig:
-    return connection_settings(connection, ctx.runtime.connection(connection).historicSql)
+    """The connection's historicSql block; its redactionPatterns extend the project's ``redaction.patterns``."""
+    settings = connection_settings(connection, ctx.runtime.connection(connection).historicSql)
+    patterns = ctx.runtime.redactor.extended(settings.redactionPatterns).patterns
+    return settings.model_copy(update={"redactionPatterns": list(patterns)})
 
 
 async def ingest(ctx: Context, connection: str, *, window_days: int | None = None,
@@ -123,14 +126,14 @@ def project(ctx: Context, connection: str, manifest: dict[str, Any], settings: H
     """Passes A and B over the latest digests (Pass C, the index, follows the files by itself)."""
     files, author = ctx.runtime.files, ctx.principal
     today = _day(manifest["syncId"])
-    usages = evidence.current_usage(files, connection, manifest)
+    usages = evidence.current_usage(files, connection, manifest, ctx.runtime.redactor)
     present = set(manifest.get("tables", {}))
     memo = ProjectionMemo.for_project(ctx.runtime.project, connection)  # files merged last time, as they were left
     shards = projection.project_shards(files, connection, usages, present, today.isoformat(), author=author,
                                        memo=memo)
     sources = projection.project_sources(files, connection, usages, present, today.isoformat(), author=author,
                                          memo=memo)
-    found = evidence.current_patterns(files, connection, manifest)
+    found = evidence.current_patterns(files, connection, manifest, ctx.runtime.redactor)
     pattern_pages = (pages.project_patterns(files, connection, found, today, settings.staleArchiveAfterDays,
                                             author=author, memo=memo) if found is not None else {"pending": True})
     memo.save()

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from khive.connections.catalog import Table
+from khive.connections.selection import internal_object
 from khive.project.runs import completed_runs, json_bytes, staged_run
 
 LIVE = "live-database"
@@ -49,13 +50,15 @@ def read_json(path: Path) -> Any:
 
 
 def read_run_tables(project: Path, connection: str, sync_id: str) -> dict[str, dict[str, Any]]:
-    """Table artifacts of one run keyed by ``db.name``."""
+    """Table artifacts of one run keyed by ``db.name``; server internals an older run recorded are left out
+    (khive.connections.selection)."""
     run = runs_dir(project, connection) / sync_id
     try:
         listed = read_json(run / TABLES_FILE)["tables"]
     except FileNotFoundError:  # a run from before ADR 0021: one file per table
         listed = [read_json(path) for path in sorted((run / "tables").glob("*.json"))]
-    return {f"{data['db']}.{data['name']}": data for data in listed}
+    return {f"{data['db']}.{data['name']}": data for data in listed
+            if internal_object(data["db"], data["name"]) is None}
 
 
 def cached_run_tables(runtime: Any, connection: str, sync_id: str) -> dict[str, dict[str, Any]]:

@@ -13,6 +13,7 @@ from khive.verbs import NoParams, Params, Verb, Visibility
 from packs.scan.artifacts import cached_run_tables, latest_sync, read_report, sync_ids
 from packs.scan.diff import diff_runs
 from packs.scan.index import TABLE
+from packs.scan.redaction import clean_columns
 from packs.scan.runner import run_scan
 from packs.scan.shardread import ShardCache, read_shard_tables
 from packs.scan.sqlverbs import SQL_VERBS
@@ -109,6 +110,7 @@ def entity(params: EntityParams, ctx: Context) -> dict[str, Any]:
     shards = _shard_tables(ctx, params.connection, sync)
     key = _resolve_table(params.table, artifacts)
     table = artifacts[key]
+    columns = clean_columns(table["columns"], ctx.runtime.redactor)  # runs from before redaction, too
     shard = shards.get(key, {})
     incoming = [{"from": f"{other['db']}.{other['name']}", "columns": fk["columns"], "refColumns": fk["refColumns"]}
                 for other in artifacts.values() for fk in other.get("foreignKeys", [])
@@ -121,13 +123,14 @@ def entity(params: EntityParams, ctx: Context) -> dict[str, Any]:
         "kind": table.get("kind"), "comment": table.get("comment"), "description": shard.get("description"),
         "estimatedRows": table.get("estimatedRows"),
         "primaryKey": [c["name"] for c in table["columns"] if c.get("primaryKey")],
-        "columns": table["columns"], "foreignKeys": {"out": table.get("foreignKeys", []), "in": incoming},
+        "columns": columns,
+        "foreignKeys": {"out": table.get("foreignKeys", []), "in": incoming},
         "inferredRelationships": {"out": table.get("inferredRelationships", []), "in": inferred_in},
         "usage": shard.get("usage"),
     }
     if params.column is None:
         return result
-    column = next((c for c in table["columns"] if c["name"].lower() == params.column.lower()), None)
+    column = next((c for c in columns if c["name"].lower() == params.column.lower()), None)
     if column is None:
         names = ", ".join(c["name"] for c in table["columns"])
         raise NotFound(f"table {key} has no column {params.column!r}; columns: {names}", code="column_not_found")
