@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
-from khive.connections.catalog import ColumnSample
+from khive.connections.catalog import ColumnSample, ExcludedObject
 from khive.connections.selection import choose_tables
 from khive.context import Context
 from khive.project.runs import json_bytes, new_sync_id
@@ -142,12 +142,10 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
                    "columns": sum(len(t.columns) for t in tables),
                    "foreignKeys": sum(len(t.foreign_keys) for t in tables),
                    "sampledColumns": sum(1 for s in samples if not s.skipped),
-                   "skippedColumns": sum(1 for s in samples if s.skipped),
-                   "excludedObjects": len(excluded)},
+                   "skippedColumns": sum(1 for s in samples if s.skipped)},
         "skippedColumns": dict(sorted(Counter(s.skipped for s in samples if s.skipped).items())),
         "redactions": dict(sorted(redactions.items())),  # what was removed, per kind; never the values
-        "excluded": [{"object": item.qualified, "reason": item.reason} for item in excluded
-                     if item.reason != "tables filter"][:MAX_LISTED],
+        "excluded": _excluded(excluded),
         "diffSummary": diff,
         "warnings": list(snapshot.warnings),
         "capabilityGaps": list(snapshot.capability_gaps),
@@ -171,6 +169,15 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
     await ctx.run_blocking(write)
     await ctx.progress(4, 4, f"{connection}: scan {sync_id} done")
     return report
+
+
+def _excluded(excluded: list[ExcludedObject]) -> dict[str, Any]:
+    """Server internals and extension objects by name (the first MAX_LISTED), and how many tables the
+    connection's ``tables:`` globs left out."""
+    internal = [{"object": item.qualified, "reason": item.reason} for item in excluded
+                if item.reason != "tables filter"]
+    return {"internal": internal[:MAX_LISTED], "internalCount": len(internal),
+            "filtered": len(excluded) - len(internal)}
 
 
 def _ms(since: float) -> float:
