@@ -38,15 +38,25 @@ def _require_scan(ctx: Context, connection: str) -> str:
 
 
 def connections(params: NoParams, ctx: Context) -> dict[str, Any]:
-    """List configured connections with driver, description, last scan and table count."""
+    """List configured connections with driver, description, last scan, table count and what the last scan
+    redacted or left out (counts per kind, never a value)."""
     out = []
     for name, config in sorted(ctx.runtime.config.connections.items()):
         sync = latest_sync(ctx.runtime.project, name)
         report = read_report(ctx.runtime.project, name, sync) if sync else None
         out.append({"id": name, "driver": config.driver, "description": config.description,
                     "lastScan": sync, "tables": report["counts"]["tables"] + report["counts"]["views"]
-                    if report else None})
+                    if report else None, "protection": _protection(report) if report else None})
     return {"connections": out}
+
+
+def _protection(report: dict[str, Any]) -> dict[str, Any]:
+    """A scan report's redaction counts (reports from before ADR 0035 have none: ``recorded`` says so)."""
+    excluded = report.get("excluded") or {}
+    skipped = report.get("skippedColumns") or {}
+    return {"recorded": "redactions" in report, "redactions": report.get("redactions") or {},
+            "secretColumns": int(skipped.get("secret-name") or 0),
+            "serverObjectsLeftOut": int(excluded.get("internalCount") or 0)}
 
 
 class ConnectionParams(Params):

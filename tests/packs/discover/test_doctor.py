@@ -94,7 +94,8 @@ async def test_piped_doctor_output_is_whole_and_json_is_the_same_findings(scanne
     document = khive_doctor(project, "--json")
     assert document.returncode == plain.returncode == 0
     parsed = json.loads(document.stdout)
-    assert parsed["failing"] is False and [check["request"] for check in parsed["checks"]] == ["discover.doctor()"]
+    assert parsed["failing"] is False
+    assert [check["request"] for check in parsed["checks"]] == ["discover.doctor()", "scan.connections()"]
     codes = [finding["code"] for finding in parsed["checks"][0]["result"]["findings"]]
     assert all(code in plain.stdout for code in codes) and "benchmark_not_analyzed" in codes
 
