@@ -46,10 +46,10 @@ def words(name: str) -> list[str]:
 def secret_name(name: str) -> bool:
     """True when ``name`` says its value is a credential or a comparable secret (see the module docstring)."""
     parts = words(name)
-    while len(parts) > 1 and (parts[-1] in STORAGE_WORDS or parts[-1].isdigit()):
-        parts.pop()
-    if not parts:
-        return False
-    if parts[-1] in SECRET_WORDS:
-        return True
-    return len(parts) > 1 and (parts[-2], parts[-1]) in SECRET_PAIRS
+    while parts:
+        if parts[-1] in SECRET_WORDS or (len(parts) > 1 and (parts[-2], parts[-1]) in SECRET_PAIRS):
+            return True
+        if len(parts) == 1 or not (parts[-1] in STORAGE_WORDS or parts[-1].isdigit()):
+            return False
+        parts.pop()  # ``password_hash``, ``api_key_b64``: how it is kept says nothing against it
+    return False

@@ -10,9 +10,9 @@ import difflib
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import MarkedYAMLError
@@ -100,20 +100,14 @@ class WikiConfig(_Section):
     git_commit: bool = False  # commit every page write when the project is a git repository
 
 
-class RedactionConfig(_Section):
-    patterns: list[str] = Field(default_factory=list,
-                                description="regexes (case-insensitive) redacted wherever text leaves the warehouse, "
-                                            "on top of the built-in credential rules (khive/redact.py)")
+def _redaction_pattern(value: str) -> str:
+    return check_pattern(value)  # the core service's check: compiles, cannot match empty, no nested repeats
 
-    @field_validator("patterns")
-    @classmethod
-    def _patterns(cls, value: list[str]) -> list[str]:
-        for index, pattern in enumerate(value):
-            try:
-                check_pattern(pattern)
-            except ValueError as exc:
-                raise ValueError(f"pattern {index + 1}: {exc}") from None
-        return value
+
+class RedactionConfig(_Section):
+    patterns: list[Annotated[str, AfterValidator(_redaction_pattern)]] = Field(
+        default_factory=list, description="regexes (case-insensitive) redacted wherever text leaves the warehouse, "
+                                          "on top of the built-in credential rules (khive/redact.py)")
 
 
 class KhiveConfig(_Section):
