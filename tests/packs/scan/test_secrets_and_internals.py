@@ -184,6 +184,10 @@ async def test_what_an_older_scan_recorded_is_filtered_and_redacted_when_read(ru
     assert "key [redacted: aws-access-key]" in entity["column"]["samples"]["values"]
     boot = await run(runtime, 'sl.bootstrap(connection="shop")')
     assert not any("pg_stat_statements" in path for path in boot["created"])
+    # and a source an older sl.bootstrap made from it is never searched
+    (project / "semantic-layer/shop/pg_stat_statements.yaml").write_text(
+        "name: pg_stat_statements\ntable: main.pg_stat_statements\ncolumns:\n- {name: query, type: string}\n"
+        "measures:\n- {name: pg_stat_statements_count, agg: count}\n")
     found = await run(runtime, 'discover.search(query="pg_stat_statements query statements", limit=20)')
     assert not any("pg_stat_statements" in str(ref.get("id")) for ref in found["refs"])
     for needle in (PASSWORD, AWS):
