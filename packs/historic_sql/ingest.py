@@ -12,7 +12,9 @@ may wait on MCP sampling on the event loop, and runs every step that reads, pars
 from __future__ import annotations
 
 import os
+import re
 import time
+from collections import Counter
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -31,6 +33,7 @@ from packs.historic_sql.providers import digest_units
 from packs.historic_sql.stage import previous_manifest, read_manifest, stage, sync_ids, vanished
 
 STEPS = 5
+_MARKER_RE = re.compile(r"__redacted_(\w+?)__")
 
 
 def settings_for(ctx: Context, connection: str) -> HistoricSqlConfig:
@@ -119,7 +122,16 @@ async def _ingest(ctx: Context, connection: str, *, window_days: int | None, pro
             "projection": projected, "warnings": run.manifest["warnings"][:50],
             "findings": [f.model_dump(mode="json") for f in read.findings], "parseStats": batch.stats,
             "normalizeStats": primer.stats, "readStats": dict(read.stats or {}),
-            "timings": timings}
+            "redactions": redactions(read.templates), "timings": timings}
+
+
+def redactions(templates: Any) -> dict[str, int]:
+    """Markers in the templates' stored SQL, per kind (khive/redact.py): one per distinct template, never a value."""
+    found: Counter[str] = Counter()
+    for template in templates:
+        if "__redacted_" in template.canonicalSql:
+            found.update(match.replace("_", "-") for match in _MARKER_RE.findall(template.canonicalSql))
+    return dict(sorted(found.items()))
 
 
 def project(ctx: Context, connection: str, manifest: dict[str, Any], settings: HistoricSqlConfig) -> dict[str, Any]:

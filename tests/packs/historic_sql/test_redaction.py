@@ -55,18 +55,21 @@ async def test_project_patterns_redact_history_without_renumbering_templates(tmp
     plain = make_project(tmp_path / "plain")
     named = make_project(tmp_path / "named", extra="redaction:\n  patterns: ['c_mktsegment']\n")
     seen: dict[str, list[str]] = {}
+    counted: dict[str, dict[str, int]] = {}
     for root in (plain, named):
         runtime = open_runtime(root, {})
         try:
             for text in ('scan.run(connection="tpch")', 'historic_sql.ingest(connection="tpch")'):
-                envelope = await dispatch(parse(text), Context(runtime, "operator:ann", CLI))
+                envelope = await dispatch(parse(text), Context(runtime, "operator:ann", CLI, presentation="verbose"))
                 assert envelope["status"] == "success", envelope
+            counted[root.name] = envelope["results"][0]["result"]["redactions"]
         finally:
             await runtime.aclose()
         seen[root.name] = staged_sql(root)
     assert any("c_mktsegment" in sql for sql in seen["plain"])
     assert not any("c_mktsegment" in sql for sql in seen["named"])
     assert any("__redacted_custom__" in sql for sql in seen["named"])
+    assert counted["named"]["custom"] >= 1 and "custom" not in counted["plain"]  # the ingest counts per kind
     ids = {root: sorted(json.loads(p.read_text())["topTemplates"][0]["id"] for p in sorted(
         (sorted((tmp_path / root / "raw-sources/tpch/historic-sql").iterdir())[-1] / "tables").glob("*.json")))
         for root in ("plain", "named")}
