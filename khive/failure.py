@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from khive.redact import BUILTIN
-
 INTERNAL_ERROR = "internal_error"
 _MESSAGE_LIMIT = 300
 
@@ -33,6 +31,8 @@ def unexpected_failure(verbs: Sequence[str], request_id: str, stage: str, exc: B
     """The envelope for a bug outside any op (``stage``: one of ``STAGES``): it says that ops may have run,
     and where to look, without a traceback."""
     where = STAGES.get(stage, stage)
+    from khive.redact import BUILTIN  # here: compiling its rules would slow every forwarding CLI's start
+
     kind = type(exc).__name__
     text = printable(BUILTIN.text(str(exc)))  # an exception can quote SQL and its literals (ADR 0035)
     shown = f"{kind}: {text}" if text else kind

@@ -22,11 +22,11 @@ the key of ``api_key=...``, the quotes of ``PASSWORD '...'``. Built-in kinds:
                        passing the Luhn check
     custom             a match of a project pattern (``redaction.patterns``, ``historicSql.redactionPatterns``)
 
-Cost: one compiled alternation whose branches all start with a literal or a small character class, so
-the engine skips most positions without entering a branch; every quantifier is bounded, so no input makes
-it backtrack more than a constant per position (linear in the text; figures in docs/benchmarks.md).
-Project patterns are checked when loaded: a quantifier inside a repeated group (``(a+)+``) is refused
-because it can backtrack exponentially.
+Cost: every rule is its own regex that starts with a literal the engine finds at memchr speed, one trigger
+search lets a short value skip them all, assignments are found from their secret nouns rather than from
+every ``=``, and every quantifier is bounded, so no input makes a rule backtrack more than a constant per
+position (linear in the text; figures in docs/benchmarks.md). Project patterns are checked when loaded: a
+quantifier inside a repeated group (``(a+)+``) is refused because it can backtrack exponentially.
 
 Not caught, by design: a bare password or key with no context and no known shape (``hunter2``), secrets
 split across values, and anything encoded beyond recognition. Emails are not credentials and stay.
