@@ -43,6 +43,8 @@ def internal_object(schema: str, name: str, *, catalog: str | None = None, drive
         return "system"  # the shared database of account metadata: ACCOUNT_USAGE.QUERY_HISTORY holds every statement
     if driver == "bigquery" and folded_schema.startswith("_"):
         return "system"  # hidden datasets: cached query results, script and session temporaries
+    if driver == "duckdb" and folded.startswith("duckdb_"):
+        return "system"  # DuckDB's catalog views (its ``internal`` flag leaves them out already)
     if folded.startswith("sqlite_"):
         return "system"
     if folded in EXTENSION_RELATIONS:

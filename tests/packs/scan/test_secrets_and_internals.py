@@ -141,7 +141,7 @@ def test_table_globs_match_the_qualified_and_the_plain_name() -> None:
         ("public.pg_stat_statements", "extension"), ("information_schema.tables", "system")}
 
 
-def test_warehouse_internals_are_left_out_of_bigquery_and_snowflake_catalogs() -> None:
+def test_warehouse_internals_are_left_out_of_bigquery_snowflake_and_duckdb_catalogs() -> None:
     bigquery = CatalogSnapshot(connection="bq", driver="bigquery", tables=(
         Table(catalog="proj", db="sales", name="orders"), Table(catalog="proj", db="_script3f2a", name="tmp"),
         Table(catalog="proj", db="INFORMATION_SCHEMA", name="JOBS")))
@@ -150,6 +150,9 @@ def test_warehouse_internals_are_left_out_of_bigquery_and_snowflake_catalogs() -
         Table(catalog="SNOWFLAKE", db="ACCOUNT_USAGE", name="QUERY_HISTORY")))
     assert [t.qualified for t in choose_tables(bigquery, TableFilter())[0]] == ["sales.orders"]
     assert [t.qualified for t in choose_tables(snowflake, TableFilter())[0]] == ["SALES.ORDERS"]
+    duckdb = CatalogSnapshot(connection="d", driver="duckdb", tables=(
+        Table(db="main", name="orders"), Table(db="main", name="duckdb_settings"), Table(db="pg_catalog", name="x")))
+    assert [t.qualified for t in choose_tables(duckdb, TableFilter())[0]] == ["main.orders"]
 
 
 async def test_what_an_older_scan_recorded_is_filtered_and_redacted_when_read(runtime: Runtime) -> None:
