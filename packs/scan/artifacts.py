@@ -8,6 +8,7 @@ schema and name) and ``scan-report.json`` (ADR 0021). Runs written before ADR 00
 from __future__ import annotations
 
 import threading
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,16 @@ def cached_run_tables(runtime: Any, connection: str, sync_id: str) -> dict[str, 
 def read_report(project: Path, connection: str, sync_id: str) -> dict[str, Any]:
     data: dict[str, Any] = read_json(runs_dir(project, connection) / sync_id / REPORT_FILE)
     return data
+
+
+@lru_cache(maxsize=256)  # runs are immutable
+def redacted_at_scan(project: Path, connection: str, sync_id: str) -> bool:
+    """Whether the run's samples were redacted when it was written (ADR 0035: its report counts redactions);
+    readers redact what older runs hold as they show it."""
+    try:
+        return "redactions" in read_report(project, connection, sync_id)
+    except (FileNotFoundError, orjson.JSONDecodeError):
+        return False
 
 
 _SAMPLE_KEYS = ("values", "frequencies", "distinct", "nulls", "skipped", "sampledRows")

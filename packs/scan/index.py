@@ -17,7 +17,7 @@ from khive.hookspecs import EdgeRule
 from khive.index.documents import Document, Edge, FileSource, dedupe_edges, words
 from khive.project.store import FileStore
 from khive.redact import Redactor
-from packs.scan.artifacts import latest_sync, read_run_tables
+from packs.scan.artifacts import latest_sync, read_run_tables, redacted_at_scan
 from packs.scan.shardread import ShardReader
 
 TABLE, COLUMN = "table", "column"
@@ -58,12 +58,14 @@ def source_for(files: FileStore, project: Path, redactor: Redactor) -> FileSourc
             data = ShardReader(files, connection, sync, run_tables).document(path, text.encode("utf-8"))
         except YAMLError as exc:
             raise ValueError(f"{path}: invalid YAML: {exc}") from None
-        return _documents(path, data, redactor)
+        # a rescan rewrites every shard's samples: after a scan that redacted, there is nothing left to redact
+        fresh = sync is not None and redacted_at_scan(project, connection, sync)
+        return _documents(path, data, None if fresh else redactor)
 
     return FileSource(name="scan", roots=("_schema",), suffixes=(".yaml",), parse=parse, version="3")
 
 
-def _documents(path: str, data: dict[str, Any], redactor: Redactor) -> Sequence[Document]:
+def _documents(path: str, data: dict[str, Any], redactor: Redactor | None) -> Sequence[Document]:
     connection, catalog, db = data.get("connection"), data.get("catalog"), data.get("schema")
     if not connection or not db:
         raise ValueError(f"{path}: a shard needs connection: and schema:")
@@ -76,7 +78,7 @@ def _documents(path: str, data: dict[str, Any], redactor: Redactor) -> Sequence[
 
 
 def _table_documents(connection: str, catalog: str | None, db: str, name: str, entry: dict[str, Any],
-                     redactor: Redactor) -> list[Document]:
+                     redactor: Redactor | None) -> list[Document]:
     tid = table_id(connection, db, name)
     columns = [c for c in entry.get("columns") or [] if isinstance(c, dict) and c.get("name")]
     description = _text(entry.get("description")) or _text(entry.get("comment"))
@@ -106,7 +108,8 @@ def _table_documents(connection: str, catalog: str | None, db: str, name: str, e
     )]
     for column in columns:
         cname = str(column["name"])
-        shown = redactor.column_values(cname, column.get("samples") or [])
+        samples_in = list(column.get("samples") or [])
+        shown = redactor.column_values(cname, samples_in) if redactor is not None else samples_in
         samples = " ".join(_text(v) for v in shown)
         note = _text(column.get("description")) or _text(column.get("comment"))
         documents.append(Document(
