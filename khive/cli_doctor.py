@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 PROBE = "historic_sql.probe"
+SCANS = "scan.connections()"  # what each connection's last scan redacted and left out
 COLOURS = {"high": "red", "error": "red", "medium": "yellow", "warning": "yellow", "low": "cyan", "info": "dim"}
 FAILING = frozenset({"high", "error"})  # discover's top severity and historic_sql.probe's
 PROBED = frozenset({"postgres", "bigquery", "snowflake"})  # drivers whose history the probe reads from the server
@@ -24,6 +25,8 @@ PROBED = frozenset({"postgres", "bigquery", "snowflake"})  # drivers whose histo
 
 def _ops(runtime: Any) -> list[str]:
     ops = ["discover.doctor()"]
+    if "scan.connections" in runtime.registry.verbs:
+        ops.append(SCANS)
     if PROBE in runtime.registry.verbs:
         ops += [f"{PROBE}(connection={orjson.dumps(name).decode()})"
                 for name, conn in sorted(runtime.config.connections.items()) if conn.driver in PROBED]
@@ -103,6 +106,10 @@ def _print(checks: list[tuple[str, dict[str, Any]]]) -> None:
             _say(console, f"failed: {result['error']['code']}: {result['error']['message']}", "red")
             continue
         payload = result["result"]
+        if text == SCANS:
+            for line in redaction_lines(payload):
+                _say(console, line)
+            continue
         if "grade" in payload:
             _say(console, payload["summary"])
             _say(console, "  ".join(f"{name} {_shown(payload[name])} ({payload[name]['points']:g}/"
@@ -123,6 +130,25 @@ def _print(checks: list[tuple[str, dict[str, Any]]]) -> None:
 def _shown(dimension: dict[str, Any]) -> str:
     value = dimension.get("hitAt3", dimension.get("value"))
     return f"{value:.0%}" if isinstance(value, int | float) else str(dimension.get("status"))
+
+
+def redaction_lines(payload: dict[str, Any]) -> list[str]:
+    """Per connection: what its last scan redacted and left out, by kind (ADR 0035); never a value."""
+    lines = []
+    for item in payload.get("connections") or []:
+        protection = item.get("protection")
+        if protection is None:
+            lines.append(f"{item['id']}: not scanned yet")
+            continue
+        if not protection.get("recorded"):
+            lines.append(f"{item['id']}: scanned before redaction was recorded; rescan to count it")
+            continue
+        redactions = protection.get("redactions") or {}
+        kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(redactions.items()))
+        counted = f"{sum(redactions.values())} sample values" + (f" ({kinds})" if kinds else "")
+        lines.append(f"{item['id']}: redacted {counted}; {protection.get('secretColumns', 0)} columns named like "
+                     f"secrets not sampled; {protection.get('serverObjectsLeftOut', 0)} server objects left out")
+    return lines or ["no connections"]
 
 
 def _say(console: Any, line: str, style: str = "") -> None:

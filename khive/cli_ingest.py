@@ -60,4 +60,9 @@ def handler(args: argparse.Namespace) -> int:
               f"{found['counts']['tables']} tables, {found['workUnits']} work units"
               + (f"; unchanged since {found['unchangedSince']}: no new run written" if found.get("unchangedSince")
                  else ""), file=sys.stderr)
+        redacted = found.get("redactions") or {}
+        if redacted:
+            kinds = ", ".join(f"{kind} {count}" for kind, count in redacted.items())
+            print(f"khive: redacted in {sum(redacted.values())} places of the stored templates: {kinds}",
+                  file=sys.stderr)
     return 0 if envelope["status"] == "success" else 1

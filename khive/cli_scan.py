@@ -67,6 +67,7 @@ def summary(report: Mapping[str, Any], project: Path) -> list[str]:
         lines.append(f"changes since {sync_time(previous)}: " + ("; ".join(changes) if changes else "none"))
     for warning in report.get("warnings") or []:
         lines.append(f"warning: {warning if isinstance(warning, str) else orjson.dumps(warning).decode()}")
+    lines.extend(_protection(report))
     gaps = report.get("capabilityGaps") or []
     if gaps:
         lines.append(f"not available from {report.get('driver')}: {', '.join(str(gap) for gap in gaps)}")
@@ -78,6 +79,31 @@ def summary(report: Mapping[str, Any], project: Path) -> list[str]:
     lines.append(f"details: khive scan {report['connection']} --json, or khive request "
                  f"'scan.status(connection=\"{report['connection']}\")'")
     return lines
+
+
+def _protection(report: Mapping[str, Any]) -> list[str]:
+    """What the scan left out and what it redacted (ADR 0035): counts and names, never a value."""
+    lines = []
+    excluded = report.get("excluded") or {}
+    internal = excluded.get("internal") or []
+    if internal:
+        shown = ", ".join(f"{item['object']} ({item['reason']})" for item in internal[:5])
+        more = int(excluded.get("internalCount") or len(internal)) - min(len(internal), 5)
+        lines.append(f"left out {excluded.get('internalCount', len(internal))} server objects: {shown}"
+                     + (f" and {more} more" if more > 0 else ""))
+    if excluded.get("filtered"):
+        lines.append(f"left out {excluded['filtered']} tables by the connection's tables: globs")
+    redactions = report.get("redactions") or {}
+    if redactions:
+        lines.append(f"redacted {sum(redactions.values())} values: {_counted(redactions)}")
+    skipped = report.get("skippedColumns") or {}
+    if skipped:
+        lines.append(f"columns not sampled: {_counted(skipped)}")
+    return lines
+
+
+def _counted(counts: Mapping[str, Any]) -> str:
+    return ", ".join(f"{kind} {count}" for kind, count in sorted(counts.items()))
 
 
 def _changes(part: Mapping[str, Any]) -> str:

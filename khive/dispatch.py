@@ -66,7 +66,8 @@ async def dispatch(request: Request, ctx: Context) -> dict[str, Any]:
     if not ctx.request_id:
         ctx = ctx.with_(request_id=request_id)
     trail = RequestTrail(ctx.runtime.audit, request_id=request_id, principal=ctx.principal,
-                         transport=ctx.transport, user=ctx.user_name, client=ctx.client)
+                         transport=ctx.transport, user=ctx.user_name, client=ctx.client,
+                         redactor=ctx.runtime.redactor)
     try:
         if request.mode is Mode.CHAIN:
             outcomes = await _run_chain(request.ops, ctx, trail)
@@ -305,7 +306,8 @@ def _envelope(outcomes: list[_Outcome], ctx: Context, request_id: str) -> dict[s
         else:
             failed += 1
             error = outcome.error or OpError("unknown failure", code="internal_error")
-            results.append({"ok": False, "verb": outcome.verb, "error": error.to_dict()})
+            # a database error can echo a literal, a path a token: errors leave redacted (ADR 0035)
+            results.append({"ok": False, "verb": outcome.verb, "error": ctx.runtime.redactor.args(error.to_dict())})
     total = len(outcomes)
     status = "success" if succeeded == total else ("failed" if succeeded == 0 else "partial")
     return {

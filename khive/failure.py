@@ -31,8 +31,10 @@ def unexpected_failure(verbs: Sequence[str], request_id: str, stage: str, exc: B
     """The envelope for a bug outside any op (``stage``: one of ``STAGES``): it says that ops may have run,
     and where to look, without a traceback."""
     where = STAGES.get(stage, stage)
+    from khive.redact import BUILTIN  # here: compiling its rules would slow every forwarding CLI's start
+
     kind = type(exc).__name__
-    text = printable(str(exc))
+    text = printable(BUILTIN.text(str(exc)))  # an exception can quote SQL and its literals (ADR 0035)
     shown = f"{kind}: {text}" if text else kind
     look = f"; `khive audit` shows what ran for request {request_id}" if request_id else ""
     return failed_envelope(verbs, request_id, INTERNAL_ERROR,

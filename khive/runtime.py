@@ -32,6 +32,7 @@ from khive.project.config import KhiveConfig, referenced_variables
 from khive.project.envfile import ENV_FILE, is_placeholder
 from khive.project.locate import STATE_DIR
 from khive.project.store import FileStore, inside
+from khive.redact import Redactor
 from khive.verbs import VerbRegistry
 
 
@@ -65,6 +66,11 @@ class Runtime:
                 if self._index is None:
                     self._index = open_index(self)
         return self._index
+
+    @property
+    def redactor(self) -> Redactor:
+        """The redaction service with this project's own patterns (``redaction.patterns``; ADR 0035)."""
+        return Redactor(self.config.redaction.patterns)  # cheap: the patterns compile once per process
 
     @property
     def limits(self) -> Limits:

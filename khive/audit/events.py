@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import random
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,11 +20,9 @@ from typing import Any
 import orjson
 
 from khive.audit.process import ProcessId
+from khive.redact import BUILTIN, SECRET_NAME, Redactor, marker
 
-_SECRET_KEY_RE = re.compile(r"pass(word|wd)?|secret|token|api[_-]?key|credential|private[_-]?key|auth|dsn",
-                            re.I)
-_URL_PASSWORD_RE = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://[^:/@\s]+:)[^@/\s]+@", re.I)
-MASK = "***"
+MASK = marker(SECRET_NAME)  # what a value under a secret-named key becomes
 
 # Row kinds.
 START, OUTCOME, EVENT = "start", "outcome", "event"
@@ -119,17 +116,10 @@ def plain_args(value: Any) -> Any:
     return value if isinstance(value, (str, int, float)) else str(value)
 
 
-def redact(value: Any, key: str | None = None) -> Any:
-    """Mask values under secret-looking keys and passwords inside URLs."""
-    if key is not None and _SECRET_KEY_RE.search(key):
-        return MASK
-    if isinstance(value, dict):
-        return {str(k): redact(v, str(k)) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [redact(v) for v in value]
-    if isinstance(value, str) and "://" in value:
-        return _URL_PASSWORD_RE.sub(lambda m: f"{m.group('scheme')}{MASK}@", value)
-    return value
+def redact(value: Any, redactor: Redactor = BUILTIN) -> Any:
+    """Arguments as the trail stores them: values under secret-named keys masked, credentials in text replaced
+    by markers (the core redaction service, khive/redact.py; ADR 0035)."""
+    return redactor.args(value)
 
 
 def parse_error_event(*, ts: datetime, text: str, reason: str, line: int, column: int, request_id: str,

@@ -42,6 +42,7 @@ from khive.audit.events import (
 from khive.audit.process import this_process
 from khive.audit.store import AuditStore
 from khive.errors import DslSyntaxError, KhiveError
+from khive.redact import BUILTIN, Redactor
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +74,9 @@ class OpState(Protocol):
 
 class RequestTrail:
     def __init__(self, store: AuditStore, *, request_id: str, principal: str, transport: str, user: str,
-                 client: str = ""):
+                 client: str = "", redactor: Redactor = BUILTIN):
         self._store = store
+        self._redactor = redactor  # the project's redaction service: arguments and reasons are stored redacted
         self.request_id, self.principal, self.transport, self.user = request_id, principal, transport, user
         self.client = client  # what an MCP client calls itself: information only (ADR 0032)
         self._process = this_process()
@@ -146,14 +148,15 @@ class RequestTrail:
         args = plain_args(op.args)
         return AuditEvent(ts=ts, request_id=self.request_id, op_index=index, principal=self.principal,
                           transport=self.transport, verb=op.verb, args_digest=digest_args(args),
-                          args_redacted=redact(args), decision=op.decision, reason=_reason(op), outcome=outcome,
+                          args_redacted=redact(args, self._redactor), decision=op.decision,
+                          reason=self._redactor.text(_reason(op)), outcome=outcome,
                           duration_us=op.duration_us, write_keys=op.write_keys, user=self.user, op_id=new_op_id(),
                           process=self._process, client=self.client)
 
     def _outcome(self, start: AuditEvent, op: OpState, failure: BaseException | None = None) -> AuditEvent:
         finished = op.ok or op.error is not None or op.aborted
         if finished:
-            code, reason = _code(op), _reason(op)
+            code, reason = _code(op), self._redactor.text(_reason(op))
         else:
             cause = f" ({type(failure).__name__})" if failure is not None else ""
             code, reason = INTERRUPTED, f"interrupted: the request ended before the op finished{cause}"

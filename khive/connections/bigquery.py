@@ -17,6 +17,7 @@ import sqlglot
 from sqlglot import exp
 
 from khive.connections.catalog import CatalogSnapshot, ForeignKey, Table, TableKind
+from khive.connections.selection import internal_object
 from khive.connections.types import build_column, schema_selected
 from khive.connections.warehouse import WarehouseDriver
 
@@ -95,7 +96,8 @@ class BigQueryDriver(WarehouseDriver):
     def read_catalog(self) -> CatalogSnapshot:
         results = {name: self._run(sql) for name, sql in self.catalog_queries().items()}
         datasets = [row["schema_name"] for row in results["schemata"]
-                    if schema_selected(row["schema_name"], self.config.schemas)]
+                    if schema_selected(row["schema_name"], self.config.schemas)
+                    and internal_object(row["schema_name"], "", driver=self.name) is None]  # no hidden datasets
         if datasets:
             results.update({name: self._run(sql) for name, sql in self.constraint_queries(datasets).items()})
         return self.parse_catalog(results)

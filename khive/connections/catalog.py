@@ -67,7 +67,19 @@ class ColumnSample(_Model):
     distinct: int | None = None
     nulls: int | None = None
     sampled_rows: int | None = Field(default=None, alias="sampledRows")
-    skipped: str | None = None  # why no values: "sensitive-name", "sensitive-type", "binary", "policy"
+    skipped: str | None = None  # why no values: "secret-name", "sensitive-name", "sensitive-type", "binary", ...
+
+
+class ExcludedObject(_Model):
+    """A catalog object a scan left out, and why (``khive.connections.selection``)."""
+
+    db: str
+    name: str
+    reason: str  # "extension <name>", "system", "tables filter"
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.db}.{self.name}"
 
 
 class CatalogSnapshot(_Model):
@@ -79,4 +91,5 @@ class CatalogSnapshot(_Model):
     tables: tuple[Table, ...] = ()
     samples: tuple[ColumnSample, ...] = ()
     warnings: tuple[str, ...] = ()
+    excluded: tuple[ExcludedObject, ...] = ()  # extension members and server internals the driver left out
     capability_gaps: tuple[str, ...] = Field(default=(), alias="capabilityGaps")

@@ -9,9 +9,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 _ENV_REF_RE = re.compile(r"env:[A-Za-z_][A-Za-z0-9_]*\Z")
 
+# Personal data a project may choose to sample (the defaults do not). Credentials are not here: columns whose
+# name says secret (khive.secretnames: password, api_key, token, ...) are never sampled, whatever this list says.
 DEFAULT_SENSITIVE = (
-    r"pass(word|wd)?", r"secret", r"token", r"api_?key", r"ssn", r"social_security", r"credit_?card", r"card_?num",
-    r"cvv", r"iban", r"salt", r"hash", r"private", r"dob|birth_?date", r"phone", r"e_?mail", r"address",
+    r"ssn", r"social_security", r"credit_?card", r"card_?num", r"cvv", r"iban", r"salt", r"hash",
+    r"dob|birth_?date", r"phone", r"e_?mail", r"address",
 )
 
 
@@ -22,6 +24,14 @@ class SchemaFilter(BaseModel):
     exclude: list[str] = Field(default_factory=list, description="schema globs to skip")
 
 
+class TableFilter(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    include: list[str] = Field(default_factory=list,
+                               description="table globs, matched against schema.table and table; empty means all")
+    exclude: list[str] = Field(default_factory=list, description="table globs to skip (schema.table or table)")
+
+
 class SamplePolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -30,7 +40,8 @@ class SamplePolicy(BaseModel):
     max_text_length: int = Field(default=80, ge=8, le=10_000)
     sample_rows: int = Field(default=10_000, ge=100, le=10_000_000)
     sensitive_patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_SENSITIVE),
-                                          description="column-name regexes never sampled")
+                                          description="column-name regexes never sampled (personal data); "
+                                                      "columns named like credentials are never sampled anyway")
 
 
 class ConnectionConfig(BaseModel):
@@ -41,6 +52,7 @@ class ConnectionConfig(BaseModel):
     path: str | None = Field(default=None, description="database file, relative to the project")
     description: str = ""
     schemas: SchemaFilter = Field(default_factory=SchemaFilter)
+    tables: TableFilter = Field(default_factory=TableFilter)
     sample_values: SamplePolicy = Field(default_factory=SamplePolicy)
     project: str | None = None  # bigquery
     region: str | None = None  # bigquery

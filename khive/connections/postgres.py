@@ -24,7 +24,15 @@ from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row, tuple_row
 
-from khive.connections.catalog import CatalogSnapshot, Column, ColumnSample, ForeignKey, Table, TableKind
+from khive.connections.catalog import (
+    CatalogSnapshot,
+    Column,
+    ColumnSample,
+    ExcludedObject,
+    ForeignKey,
+    Table,
+    TableKind,
+)
 from khive.connections.config import ConnectionConfig
 from khive.connections.driver import HoldsConnection, QueryResult
 from khive.connections.pg_session import SessionFacts, inspect_and_pin
@@ -64,7 +72,12 @@ SELECT c.oid, n.nspname AS schema, c.relname AS name, c.relkind AS kind, ds.desc
                 SELECT SUM(child.reltuples) FROM pg_catalog.pg_inherits AS inh
                 JOIN pg_catalog.pg_class AS child ON child.oid = inh.inhrelid
                 WHERE inh.inhparent = c.oid AND child.reltuples >= 0), 0)
-            WHEN c.relkind IN ('m', 'f') AND c.reltuples >= 0 THEN c.reltuples END AS estimate
+            WHEN c.relkind IN ('m', 'f') AND c.reltuples >= 0 THEN c.reltuples END AS estimate,
+       -- the extension the relation belongs to (CREATE EXTENSION made it): never the warehouse's own data
+       (SELECT e.extname FROM pg_catalog.pg_depend AS dep
+        JOIN pg_catalog.pg_extension AS e ON e.oid = dep.refobjid
+        WHERE dep.classid = 'pg_catalog.pg_class'::regclass AND dep.objid = c.oid
+          AND dep.refclassid = 'pg_catalog.pg_extension'::regclass AND dep.deptype = 'e' LIMIT 1) AS extension
 FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
 -- what obj_description() looks up, joined once instead of called per table
 LEFT JOIN pg_catalog.pg_description AS ds
@@ -256,7 +269,11 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
                     refColumns=tuple(names[(ref_oid, attnum)] for attnum in ref_numbers)))
 
         tables = []
-        for oid, schema, name, kind, comment, estimate in relations:
+        excluded = []
+        for oid, schema, name, kind, comment, estimate, extension in relations:
+            if extension is not None:
+                excluded.append(ExcludedObject(db=schema, name=name, reason=f"extension {extension}"))
+                continue
             pk = set(primary.get(oid, ()))
             fk_columns = {column for fk in foreign.get(oid, []) for column in fk.columns}
             built = tuple(
@@ -270,7 +287,8 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
             tables.append(Table(catalog=database, db=schema, name=name, kind=_KINDS[kind], comment=comment,
                                 estimatedRows=None if estimate is None else int(estimate),
                                 columns=built, foreignKeys=tuple(foreign.get(oid, []))))
-        return CatalogSnapshot(connection=self.connection, driver=self.name, catalog=database, tables=tuple(tables))
+        return CatalogSnapshot(connection=self.connection, driver=self.name, catalog=database, tables=tuple(tables),
+                               excluded=tuple(excluded))
 
     # ---- samples and queries -------------------------------------------------------------------------------
 

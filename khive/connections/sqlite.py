@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from khive.connections.catalog import CatalogSnapshot, Column, ColumnSample, ForeignKey, Table
+from khive.connections.catalog import CatalogSnapshot, Column, ColumnSample, ExcludedObject, ForeignKey, Table
 from khive.connections.config import ConnectionConfig
 from khive.connections.driver import HoldsConnection, QueryResult
 from khive.connections.types import build_column, query_result, quote, sample_sql, sample_tables, schema_selected
@@ -34,6 +34,8 @@ _FKS_SQL = ("SELECT m.name, f.id, f.seq, f.\"table\", f.\"from\", f.\"to\" "
             "FROM sqlite_schema AS m JOIN pragma_foreign_key_list(m.name) AS f "
             "WHERE m.type = 'table' ORDER BY m.name, f.id, f.seq")
 _STATS_SQL = "SELECT tbl, MAX(CAST(stat AS INTEGER)) FROM sqlite_stat1 GROUP BY tbl"
+# the tables a virtual table (FTS5, R*Tree) keeps its data in: SQLite's, not the user's (SQLite 3.37+)
+_SHADOW_SQL = "SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'shadow'"
 _PROGRESS_STEPS = 1000  # VM instructions between deadline checks: microseconds apart
 
 
@@ -150,9 +152,11 @@ class SqliteDriver(HoldsConnection[sqlite3.Connection]):
             estimates = {}
             warnings.append("no sqlite_stat1 table: row estimates unknown (run ANALYZE on the file to get them)")
 
+        shadows = self._shadow_tables(timeout)
         objects: dict[str, tuple[str, list[tuple[Any, ...]]]] = {}
         for kind, table, *column in column_rows:
-            objects.setdefault(table, (kind, []))[1].append(tuple(column))
+            if table not in shadows:
+                objects.setdefault(table, (kind, []))[1].append(tuple(column))
         keys: dict[str, list[tuple[Any, ...]]] = {}
         for table, fk_id, _seq, ref_table, source, target in fk_rows:
             keys.setdefault(table, []).append((fk_id, ref_table, source, target))
@@ -172,11 +176,21 @@ class SqliteDriver(HoldsConnection[sqlite3.Connection]):
             tables.append(Table(catalog=catalog, db=SCHEMA, name=table, kind="view" if kind == "view" else "table",
                                 estimatedRows=estimates.get(table) if kind == "table" else None,
                                 columns=tuple(built), foreignKeys=tuple(foreign_keys)))
-        return self._snapshot(catalog, tuple(tables), warnings)
+        excluded = tuple(ExcludedObject(db=SCHEMA, name=name, reason="system") for name in sorted(shadows))
+        return self._snapshot(catalog, tuple(tables), warnings, excluded)
 
-    def _snapshot(self, catalog: str, tables: tuple[Table, ...], warnings: list[str]) -> CatalogSnapshot:
+    def _shadow_tables(self, timeout_s: float) -> frozenset[str]:
+        try:
+            return frozenset(str(name) for (name,) in self._run(_SHADOW_SQL, timeout_s=timeout_s)[0])
+        except KhiveError as exc:
+            if "no such table" not in exc.message:  # before SQLite 3.37: no pragma_table_list, no such tables
+                raise
+            return frozenset()
+
+    def _snapshot(self, catalog: str, tables: tuple[Table, ...], warnings: list[str],
+                  excluded: tuple[ExcludedObject, ...] = ()) -> CatalogSnapshot:
         return CatalogSnapshot(connection=self.connection, driver=self.name, catalog=catalog, tables=tables,
-                               warnings=tuple(warnings), capabilityGaps=("comments",))
+                               warnings=tuple(warnings), excluded=excluded, capabilityGaps=("comments",))
 
     @staticmethod
     def _foreign_keys(rows: list[tuple[Any, ...]], objects: dict[str, tuple[str, list[tuple[Any, ...]]]],

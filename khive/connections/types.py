@@ -23,6 +23,7 @@ from khive.connections.catalog import Column, ColumnSample, DimensionType, Norma
 from khive.connections.config import SamplePolicy, SchemaFilter
 from khive.connections.driver import QueryResult
 from khive.errors import ConfigError, KhiveError
+from khive.secretnames import secret_name
 from khive.values import (
     DEFAULT_BYTES_SHOWN,
     Converter,
@@ -185,7 +186,10 @@ def _patterns(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
 
 
 def is_sensitive(column_name: str, native_type: str, policy: SamplePolicy, *, dialect: str = "") -> str | None:
-    """Why a column must not be sampled (``sensitive-name``, ``binary``, ``sensitive-type``), or None."""
+    """Why a column must not be sampled (``secret-name``, ``sensitive-name``, ``binary``, ``sensitive-type``), or
+    None. A name that says credential (khive.secretnames) is never sampled, whatever the policy lists."""
+    if secret_name(column_name):
+        return "secret-name"
     if any(pattern.search(column_name) for pattern in _patterns(tuple(policy.sensitive_patterns))):
         return "sensitive-name"
     normalized = normalize_type(native_type, dialect)

@@ -10,9 +10,9 @@ import difflib
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import MarkedYAMLError
@@ -22,6 +22,7 @@ from khive.errors import ConfigError
 from khive.limits import Limits
 from khive.project.locate import CONFIG_NAME, STATE_DIR, find_project  # noqa: F401  (re-exported)
 from khive.project.yamldoc import line_of, plain
+from khive.redact import check_pattern
 from khive.textcheck import decode_error
 
 _ENV_REF_RE = re.compile(r"env:[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -111,6 +112,16 @@ class RunsConfig(_Section):
     keep_schema_changes: bool = Field(default=True, description="also keep every scan run that changed the schema")
 
 
+def _redaction_pattern(value: str) -> str:
+    return check_pattern(value)  # the core service's check: compiles, cannot match empty, no nested repeats
+
+
+class RedactionConfig(_Section):
+    patterns: list[Annotated[str, AfterValidator(_redaction_pattern)]] = Field(
+        default_factory=list, description="regexes (case-insensitive) redacted wherever text leaves the warehouse, "
+                                          "on top of the built-in credential rules (khive/redact.py)")
+
+
 class KhiveConfig(_Section):
     version: Literal[1] = 1
     name: str | None = None
@@ -123,6 +134,7 @@ class KhiveConfig(_Section):
     wiki: WikiConfig = Field(default_factory=WikiConfig)
     limits: Limits = Field(default_factory=Limits)  # input caps (khive/limits.py); raise one here
     runs: RunsConfig = Field(default_factory=RunsConfig)
+    redaction: RedactionConfig = Field(default_factory=RedactionConfig)  # more secrets to redact (ADR 0035)
 
 
 def load_config(path: Path) -> KhiveConfig:

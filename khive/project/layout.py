@@ -24,6 +24,9 @@ server:
   tokens: []
   # - {token: env:KHIVE_HTTP_TOKEN, principal: "agent:ci-bot"}
 
+# redaction:                # more to redact wherever text leaves the warehouse (built-in: credentials)
+#   patterns: ["project (falcon|osprey)"]
+
 connections: {}
 # One entry per database (replace the {} above). Connection strings are env:VAR references: export
 # the variable, or put VAR=... in .khive/env (git-ignored; `khive setup-agents` explains both).
@@ -32,6 +35,7 @@ connections: {}
 #     url: env:DATABASE_URL            # e.g. host=db.internal dbname=analytics user=khive_reader
 #     description: "analytics replica: orders, customers, payments"
 #     schemas: {exclude: ["staging_*"]}
+#     tables: {exclude: ["tmp_*", "audit.raw_events"]}   # schema.table or table globs; include: [...] too
 #     historicSql:                     # query history from pg_stat_statements (see the README)
 #       enabled: true
 #       url: env:DATABASE_HISTORY_URL  # optional: a role with pg_read_all_stats, apart from the reader

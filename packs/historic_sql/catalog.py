@@ -4,7 +4,8 @@ historic_sql reads what the scan pack wrote, never its code: the newest run's ta
 (``raw-sources/<connection>/live-database/<syncId>/tables.json``, or ``tables/*.json`` in runs
 written before scan ADR 0021; machine-written, fast to load) or,
 when no run is on disk (a fresh clone carries only the reviewable view), the shards
-``_schema/<connection>/*.yaml``. Tables a shard marks ``droppedInSync`` are gone and left out.
+``_schema/<connection>/*.yaml``. Tables a shard marks ``droppedInSync`` are gone and left out, and so
+are server internals an older scan recorded (``khive.connections.selection``).
 
 Resolution rules (``Catalog.resolve``):
 
@@ -26,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from khive.connections.selection import internal_object
 from khive.project.store import inside
 from khive.project.yamldoc import safe_yaml
 
@@ -145,7 +147,7 @@ def _read_run(project: Path, connection: str) -> list[Row] | None:
     else:
         return None
     return [(data.get("catalog"), data["db"], data["name"], [c["name"] for c in data.get("columns", [])])
-            for data in artifacts]
+            for data in artifacts if internal_object(data["db"], data["name"]) is None]
 
 
 def _read_shards(project: Path, connection: str) -> list[Row]:
@@ -155,7 +157,8 @@ def _read_shards(project: Path, connection: str) -> list[Row]:
     for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
         data = yaml.load(inside(project, path).read_text(encoding="utf-8")) or {}
         for name, entry in (data.get("tables") or {}).items():
-            if not isinstance(entry, dict) or entry.get("droppedInSync"):
+            if (not isinstance(entry, dict) or entry.get("droppedInSync")
+                    or internal_object(str(data.get("schema")), str(name)) is not None):
                 continue
             columns = [c["name"] for c in entry.get("columns") or [] if isinstance(c, dict) and "name" in c]
             rows.append((data.get("catalog"), str(data.get("schema")), str(name), columns))

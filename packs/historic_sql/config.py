@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from khive.errors import ConfigError
+from khive.redact import check_pattern
 
 FilterMode = Literal["exclude", "include", "mark-only"]
 _ENV_REF = re.compile(r"env:[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -105,7 +106,7 @@ class HistoricSqlConfig(_Model):
     @field_validator("redactionPatterns")
     @classmethod
     def _redaction(cls, value: list[str]) -> list[str]:
-        return [_compiles(pattern) for pattern in value]
+        return [check_pattern(pattern) for pattern in value]  # the core redaction service's own check
 
 
 def connection_settings(connection: str, raw: Mapping[str, Any] | None) -> HistoricSqlConfig:

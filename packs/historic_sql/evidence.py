@@ -24,6 +24,7 @@ import orjson
 from khive.errors import InvalidArgs
 from khive.project.runs import json_bytes
 from khive.project.store import FileStore
+from khive.redact import Redactor
 from packs.historic_sql.schemas import PatternsOutput, UsageOutput
 
 DIGESTS = "historic-sql-digests"
@@ -89,11 +90,23 @@ def read_patterns(files: FileStore, connection: str) -> dict[str, Any] | None:
     return _read(files, patterns_digest_path(connection))
 
 
+def redacted(output: Any, redactor: Redactor, key: str = "") -> Any:
+    """A digest's output with its text redacted (khive/redact.py): narratives, titles and SQL, whoever wrote
+    them (the deterministic digest, an agent, the client's LLM); SQL keeps markers that parse."""
+    if isinstance(output, str):
+        return redactor.sql(output) if key.endswith("Sql") else redactor.text(output)
+    if isinstance(output, dict):
+        return {name: redacted(value, redactor, name) for name, value in output.items()}
+    if isinstance(output, list):
+        return [redacted(value, redactor, key) for value in output]
+    return output
+
+
 def store(files: FileStore, unit: WorkUnit, output: UsageOutput | PatternsOutput, provider: str,
-          *, author: str) -> bool:
-    """Write the digest of ``unit``; True when the file changed."""
+          *, author: str, redactor: Redactor) -> bool:
+    """Write the digest of ``unit``, its text redacted; True when the file changed."""
     body: dict[str, Any] = {"unit": unit.id, "contentHash": unit.content_hash, "provider": provider,
-                            "output": output.model_dump(mode="json", exclude_none=True)}
+                            "output": redacted(output.model_dump(mode="json", exclude_none=True), redactor)}
     path = patterns_digest_path(unit.connection) if unit.kind == "patterns" else (
         table_digest_path(unit.connection, unit.target))
     if unit.kind == "usage":
@@ -119,22 +132,26 @@ def pending(files: FileStore, connection: str, manifest: dict[str, Any]) -> list
     return out
 
 
-def current_usage(files: FileStore, connection: str, manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """table -> usage output, for the tables whose digest matches the staged content."""
+def current_usage(files: FileStore, connection: str, manifest: dict[str, Any], redactor: Redactor
+                  ) -> dict[str, dict[str, Any]]:
+    """table -> usage output, for the tables whose digest matches the staged content (redacted again: a digest
+    stored before redaction existed must not reach the shards either)."""
     out: dict[str, dict[str, Any]] = {}
     for table, digest in manifest.get("tables", {}).items():
         stored = read_usage(files, connection, table)
         if stored is not None and stored.get("contentHash") == digest:
-            out[table] = UsageOutput.model_validate(stored["output"]).model_dump(mode="json", exclude_none=True)
+            usage = UsageOutput.model_validate(stored["output"]).model_dump(mode="json", exclude_none=True)
+            out[table] = redacted(usage, redactor)
     return out
 
 
-def current_patterns(files: FileStore, connection: str, manifest: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """The patterns digest of the staged patterns input, or None while it is pending."""
+def current_patterns(files: FileStore, connection: str, manifest: dict[str, Any], redactor: Redactor
+                     ) -> list[dict[str, Any]] | None:
+    """The patterns digest of the staged patterns input (redacted again), or None while it is pending."""
     if not manifest.get("counts", {}).get("tableSets"):
         return []  # nothing co-occurs: no patterns, and no unit was ever due
     stored = read_patterns(files, connection)
     if stored is None or stored.get("contentHash") != manifest.get("patternsHash"):
         return None
-    patterns: list[dict[str, Any]] = stored["output"]["patterns"]
+    patterns: list[dict[str, Any]] = redacted(stored["output"]["patterns"], redactor, "patterns")
     return patterns

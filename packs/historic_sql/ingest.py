@@ -12,7 +12,9 @@ may wait on MCP sampling on the event loop, and runs every step that reads, pars
 from __future__ import annotations
 
 import os
+import re
 import time
+from collections import Counter
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -31,10 +33,14 @@ from packs.historic_sql.providers import digest_units
 from packs.historic_sql.stage import previous_manifest, read_manifest, runs_dir, stage, sync_ids, vanished
 
 STEPS = 5
+_MARKER_RE = re.compile(r"__redacted_(\w+?)__")
 
 
 def settings_for(ctx: Context, connection: str) -> HistoricSqlConfig:
-    return connection_settings(connection, ctx.runtime.connection(connection).historicSql)
+    """The connection's historicSql block; its redactionPatterns extend the project's ``redaction.patterns``."""
+    settings = connection_settings(connection, ctx.runtime.connection(connection).historicSql)
+    patterns = ctx.runtime.redactor.extended(settings.redactionPatterns).patterns
+    return settings.model_copy(update={"redactionPatterns": list(patterns)})
 
 
 async def ingest(ctx: Context, connection: str, *, window_days: int | None = None,
@@ -125,21 +131,30 @@ async def _ingest(ctx: Context, connection: str, *, window_days: int | None, pro
             "projection": projected, "warnings": run.manifest["warnings"][:50],
             "findings": [f.model_dump(mode="json") for f in read.findings], "parseStats": batch.stats,
             "normalizeStats": primer.stats, "readStats": dict(read.stats or {}),
-            "timings": timings}
+            "redactions": redactions(read.templates), "timings": timings}
+
+
+def redactions(templates: Any) -> dict[str, int]:
+    """Markers in the templates' stored SQL, per kind (khive/redact.py): one per distinct template, never a value."""
+    found: Counter[str] = Counter()
+    for template in templates:
+        if "__redacted_" in template.canonicalSql:
+            found.update(match.replace("_", "-") for match in _MARKER_RE.findall(template.canonicalSql))
+    return dict(sorted(found.items()))
 
 
 def project(ctx: Context, connection: str, manifest: dict[str, Any], settings: HistoricSqlConfig) -> dict[str, Any]:
     """Passes A and B over the latest digests (Pass C, the index, follows the files by itself)."""
     files, author = ctx.runtime.files, ctx.principal
     today = _day(manifest["syncId"])
-    usages = evidence.current_usage(files, connection, manifest)
+    usages = evidence.current_usage(files, connection, manifest, ctx.runtime.redactor)
     present = set(manifest.get("tables", {}))
     memo = ProjectionMemo.for_project(ctx.runtime.project, connection)  # files merged last time, as they were left
     shards = projection.project_shards(files, connection, usages, present, today.isoformat(), author=author,
                                        memo=memo)
     sources = projection.project_sources(files, connection, usages, present, today.isoformat(), author=author,
                                          memo=memo)
-    found = evidence.current_patterns(files, connection, manifest)
+    found = evidence.current_patterns(files, connection, manifest, ctx.runtime.redactor)
     pattern_pages = (pages.project_patterns(files, connection, found, today, settings.staleArchiveAfterDays,
                                             author=author, memo=memo, dialect=manifest.get("dialect"))
                      if found is not None else {"pending": True})

@@ -3,9 +3,10 @@
 ``Normalizer(dialect, redaction_patterns).normalize(sql)`` tokenizes the text with sqlglot and prints
 the tokens back with every literal in a value position (and every parameter) masked as ``?``
 (``fingerprint.canonical``: what is masked and what is structure). ``template_id`` is the first 16
-hex digits of the sha256 of that canonical text, taken before the configured redaction patterns
-replace their matches with ``__redacted__`` in the stored SQL (so changing redaction never renumbers
-templates).
+hex digits of the sha256 of that canonical text, taken before the core redaction service
+(khive/redact.py: built-in credential rules plus the configured patterns) replaces what it finds with an
+identifier marker such as ``__redacted_custom__`` in the stored SQL (so changing redaction never
+renumbers templates, and a redacted template still parses).
 
 The kind and the tables come from one sqlglot parse of the first text of each template: texts that
 differ only in literal values have the same canonical text, so the second one costs a tokenize and no
@@ -33,12 +34,13 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import Token, exp
 
+from khive.redact import CUSTOM, Redactor, marker
 from packs.historic_sql import fingerprint
 
 # SELECT | INSERT | UPDATE | DELETE | MERGE | CTAS (CREATE TABLE ... AS SELECT) | DDL | NOISE | OTHER
 ANALYTICAL_KINDS = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "MERGE", "CTAS"})
-REDACTED = "__redacted__"
-NORMALIZER_VERSION = "3"  # bump whenever a change here changes a canonical text (cached results go stale)
+REDACTED = marker(CUSTOM, sql=True)  # what a configured pattern's match becomes in stored SQL
+NORMALIZER_VERSION = "4"  # bump whenever a change here changes a canonical text (cached results go stale)
 MAX_PARSE_CHARS = 100_000  # longer texts (generated IN lists) go straight to the regex masking
 
 _NOISE_WORDS = frozenset({
@@ -105,7 +107,7 @@ class Normalizer:
         self.dialect = dialect
         self._dialect = sqlglot.Dialect.get_or_raise(dialect)
         self._tokenizer = self._dialect.tokenizer()  # reusable; building one costs as much as a tokenize
-        self._redact = [re.compile(pattern, re.I) for pattern in redaction_patterns]
+        self._redactor = Redactor(redaction_patterns)  # the core service: built-in rules plus these patterns
         self._cache_size = cache_size
         self._by_raw: dict[bytes, NormalizedSql] = {}  # keyed by digests: raw texts can be large
         self._by_id: dict[str, NormalizedSql] = {}
@@ -191,9 +193,7 @@ class Normalizer:
                              parse_failed=failed)
 
     def _redacted(self, sql: str) -> str:
-        for pattern in self._redact:
-            sql = pattern.sub(REDACTED, sql)
-        return sql
+        return self._redactor.sql(sql)
 
     def _remember(self, cache: dict[bytes, NormalizedSql], key: bytes, value: NormalizedSql) -> None:
         if len(cache) >= self._cache_size:

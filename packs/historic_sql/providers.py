@@ -86,7 +86,8 @@ async def digest_units(ctx: Context, connection: str, run: Path, units: list[Wor
                 output, used = parsed, "sampling"
         if output is None:
             output = deterministic(unit, inputs)
-        await ctx.run_blocking(evidence.store, ctx.runtime.files, unit, output, used, author=ctx.principal)
+        await ctx.run_blocking(lambda: evidence.store(ctx.runtime.files, unit, output, used, author=ctx.principal,
+                                                      redactor=ctx.runtime.redactor))
         counts[used] = counts.get(used, 0) + 1
 
     async with anyio.create_task_group() as group:

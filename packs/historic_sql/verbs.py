@@ -98,7 +98,7 @@ def submit(params: SubmitParams, ctx: Context) -> dict[str, Any]:
     output = parse_output(kind, params.output)
     assert isinstance(output, UsageOutput | PatternsOutput)
     settings = ingest.settings_for(ctx, connection)
-    evidence.store(ctx.runtime.files, unit, output, "agent", author=ctx.principal)
+    evidence.store(ctx.runtime.files, unit, output, "agent", author=ctx.principal, redactor=ctx.runtime.redactor)
     projected = ingest.project(ctx, connection, manifest, settings)
     remaining = evidence.pending(ctx.runtime.files, connection, manifest)
     return {"unit": unit.id, "stored": True, "projection": projected, "pendingUnits": len(remaining)}

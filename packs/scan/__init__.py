@@ -26,7 +26,7 @@ def khive_register_verbs() -> Sequence[Verb]:
 def khive_index_sources(runtime: Any) -> Sequence[Any]:
     from packs.scan.index import source_for
 
-    return [source_for(runtime.files, runtime.project)]
+    return [source_for(runtime.files, runtime.project, runtime.redactor)]
 
 
 @hookimpl

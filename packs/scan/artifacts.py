@@ -8,12 +8,14 @@ schema and name) and ``scan-report.json`` (ADR 0021). Runs written before ADR 00
 from __future__ import annotations
 
 import threading
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from khive.connections.catalog import Table
+from khive.connections.selection import internal_object
 from khive.project.config import RunsConfig
 from khive.project.runs import completed_runs, json_bytes, prune_runs, staged_run
 from khive.project.store import inside
@@ -52,13 +54,15 @@ def read_json(project: Path, path: Path) -> Any:
 
 
 def read_run_tables(project: Path, connection: str, sync_id: str) -> dict[str, dict[str, Any]]:
-    """Table artifacts of one run keyed by ``db.name``."""
+    """Table artifacts of one run keyed by ``db.name``; server internals an older run recorded are left out
+    (khive.connections.selection)."""
     run = runs_dir(project, connection) / sync_id
     try:
         listed = read_json(project, run / TABLES_FILE)["tables"]
     except FileNotFoundError:  # a run from before ADR 0021: one file per table
         listed = [read_json(project, path) for path in sorted((run / "tables").glob("*.json"))]
-    return {f"{data['db']}.{data['name']}": data for data in listed}
+    return {f"{data['db']}.{data['name']}": data for data in listed
+            if internal_object(data["db"], data["name"]) is None}
 
 
 def cached_run_tables(runtime: Any, connection: str, sync_id: str) -> dict[str, dict[str, Any]]:
@@ -104,6 +108,16 @@ def prune_scan_runs(project: Path, connection: str, policy: RunsConfig) -> list[
 def read_report(project: Path, connection: str, sync_id: str) -> dict[str, Any]:
     data: dict[str, Any] = read_json(project, runs_dir(project, connection) / sync_id / REPORT_FILE)
     return data
+
+
+@lru_cache(maxsize=256)  # runs are immutable
+def redacted_at_scan(project: Path, connection: str, sync_id: str) -> bool:
+    """Whether the run's samples were redacted when it was written (ADR 0035: its report counts redactions);
+    readers redact what older runs hold as they show it."""
+    try:
+        return "redactions" in read_report(project, connection, sync_id)
+    except (FileNotFoundError, orjson.JSONDecodeError):
+        return False
 
 
 _SAMPLE_KEYS = ("values", "frequencies", "distinct", "nulls", "skipped", "sampledRows")

@@ -12,10 +12,12 @@ from typing import Any
 
 from ruamel.yaml.error import YAMLError
 
+from khive.connections.selection import internal_object
 from khive.hookspecs import EdgeRule
 from khive.index.documents import Document, Edge, FileSource, dedupe_edges, words
 from khive.project.store import FileStore
-from packs.scan.artifacts import latest_sync, read_run_tables
+from khive.redact import Redactor
+from packs.scan.artifacts import latest_sync, read_run_tables, redacted_at_scan
 from packs.scan.shardread import ShardReader
 
 TABLE, COLUMN = "table", "column"
@@ -40,9 +42,10 @@ def _aliases(value: Any) -> list[str]:
     return [str(item) for item in items if isinstance(item, str | int) and str(item).strip()]
 
 
-def source_for(files: FileStore, project: Path) -> FileSource:
+def source_for(files: FileStore, project: Path, redactor: Redactor) -> FileSource:
     """The index source; untouched shards come from the latest run's JSON, edited ones parse once per edit
-    (``ShardReader``), so the first search after a scan of 1,000 tables does not wait for a YAML parse."""
+    (``ShardReader``), so the first search after a scan of 1,000 tables does not wait for a YAML parse.
+    Server internals an older scan recorded are not indexed, and samples are redacted again (ADR 0035)."""
     runs: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}  # the latest run's tables, one kept
 
     def parse(path: str, text: str) -> Sequence[Document]:
@@ -60,22 +63,25 @@ def source_for(files: FileStore, project: Path) -> FileSource:
             data = ShardReader(files, connection, sync, run_tables).document(path, text.encode("utf-8"))
         except YAMLError as exc:
             raise ValueError(f"{path}: invalid YAML: {exc}") from None
-        return _documents(path, data, run_tables if sync is not None else dict)
+        # a rescan rewrites every shard's samples: after a scan that redacted, there is nothing left to redact
+        fresh = sync is not None and redacted_at_scan(project, connection, sync)
+        return _documents(path, data, run_tables if sync is not None else dict, None if fresh else redactor)
 
-    return FileSource(name="scan", roots=("_schema",), suffixes=(".yaml",), parse=parse, version="4")
+    return FileSource(name="scan", roots=("_schema",), suffixes=(".yaml",), parse=parse, version="5")
 
 
-def _documents(path: str, data: dict[str, Any], run_tables: Callable[[], dict[str, dict[str, Any]]]
-               ) -> Sequence[Document]:
+def _documents(path: str, data: dict[str, Any], run_tables: Callable[[], dict[str, dict[str, Any]]],
+               redactor: Redactor | None) -> Sequence[Document]:
     connection, catalog, db = data.get("connection"), data.get("catalog"), data.get("schema")
     if not connection or not db:
         raise ValueError(f"{path}: a shard needs connection: and schema:")
     documents = []
     for name, entry in (data.get("tables") or {}).items():
-        if not isinstance(entry, dict) or entry.get("droppedInSync"):
+        if not isinstance(entry, dict) or entry.get("droppedInSync") or internal_object(str(db), str(name)):
             continue
         live = run_tables().get(f"{db}.{name}") or {}
-        documents.extend(_table_documents(str(connection), catalog, str(db), str(name), _with_live(entry, live)))
+        documents.extend(_table_documents(str(connection), catalog, str(db), str(name), _with_live(entry, live),
+                                          redactor))
     return documents
 
 
@@ -93,8 +99,8 @@ def _with_live(entry: dict[str, Any], live: dict[str, Any]) -> dict[str, Any]:
             "inferredRelationships": relationships}
 
 
-def _table_documents(connection: str, catalog: str | None, db: str, name: str, entry: dict[str, Any]
-                     ) -> list[Document]:
+def _table_documents(connection: str, catalog: str | None, db: str, name: str, entry: dict[str, Any],
+                     redactor: Redactor | None) -> list[Document]:
     tid = table_id(connection, db, name)
     columns = [c for c in entry.get("columns") or [] if isinstance(c, dict) and c.get("name")]
     description = _text(entry.get("description")) or _text(entry.get("comment"))
@@ -126,7 +132,9 @@ def _table_documents(connection: str, catalog: str | None, db: str, name: str, e
     )]
     for column in columns:
         cname = str(column["name"])
-        samples = " ".join(_text(v) for v in column.get("samples") or [])
+        samples_in = list(column.get("samples") or [])
+        shown = redactor.column_values(cname, samples_in) if redactor is not None else samples_in
+        samples = " ".join(_text(v) for v in shown)
         note = _text(column.get("description")) or _text(column.get("comment"))
         documents.append(Document(
             id=column_id(connection, db, name, cname), kind=COLUMN, title=f"{db}.{name}.{cname}",
@@ -137,7 +145,7 @@ def _table_documents(connection: str, catalog: str | None, db: str, name: str, e
             metadata={"connectionId": connection, "tableRef": table_ref, "columnName": cname,
                       "type": column.get("type"), "nativeType": column.get("nativeType"),
                       "primaryKey": bool(column.get("primaryKey")), "comment": column.get("comment"),
-                      "samples": list(column.get("samples") or [])[:10]},
+                      "samples": shown[:10]},
         ))
     return documents
 

@@ -10,12 +10,14 @@ import gc
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
-from khive.connections.catalog import ColumnSample
+from khive.connections.catalog import ColumnSample, ExcludedObject
+from khive.connections.selection import choose_tables
 from khive.context import Context
 from khive.project.runs import json_bytes, new_sync_id
 from packs.scan.artifacts import (
@@ -31,11 +33,13 @@ from packs.scan.artifacts import (
 )
 from packs.scan.diff import diff_runs
 from packs.scan.examples import stabilize
+from packs.scan.redaction import redact_scan
 from packs.scan.relationships import InferredRelationship, infer_relationships
 from packs.scan.shardread import read_shard_tables
 from packs.scan.shards import write_shards
 
 SAMPLE_BATCH = 25  # tables per sampling call, so progress moves on large schemas
+MAX_LISTED = 50  # excluded objects named in the report (all are counted)
 
 
 class _GcPause:
@@ -98,7 +102,7 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
         clock = time.perf_counter()
         snapshot = await ctx.run_blocking(driver.read_catalog)
         timings["catalog_ms"] = _ms(clock)
-        tables = list(snapshot.tables)
+        tables, excluded = choose_tables(snapshot, config.tables)  # never the server's own objects
         samples: list[ColumnSample] = []
         clock = time.perf_counter()
         if config.sample_values.enabled and tables:
@@ -110,7 +114,11 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
         timings["samples_ms"] = _ms(clock)
 
     clock = time.perf_counter()
-    snapshot = snapshot.model_copy(update={"samples": tuple(samples)})
+    redactions: Counter[str] = Counter()
+    tables, samples = await ctx.run_blocking(redact_scan, tables, samples, runtime.redactor, redactions)
+    timings["redact_ms"] = _ms(clock)
+    clock = time.perf_counter()
+    snapshot = snapshot.model_copy(update={"tables": tuple(tables), "samples": tuple(samples)})
     inferred = await ctx.run_blocking(lambda: [relationship_dict(rel) for rel in infer_relationships(snapshot)])
     timings["inference_ms"] = _ms(clock)
     await ctx.progress(2, 4, f"{connection}: {len(inferred)} inferred relationships")
@@ -147,6 +155,9 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
                    "foreignKeys": sum(len(t.foreign_keys) for t in tables),
                    "sampledColumns": sum(1 for s in samples if not s.skipped),
                    "skippedColumns": sum(1 for s in samples if s.skipped)},
+        "skippedColumns": dict(sorted(Counter(s.skipped for s in samples if s.skipped).items())),
+        "redactions": dict(sorted(redactions.items())),  # what was removed, per kind; never the values
+        "excluded": _excluded(excluded),
         "diffSummary": diff,
         "warnings": list(snapshot.warnings),
         "capabilityGaps": list(snapshot.capability_gaps),
@@ -176,6 +187,15 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
     await ctx.run_blocking(write)
     await ctx.progress(4, 4, f"{connection}: scan {sync_id} " + ("unchanged" if unchanged else "done"))
     return report
+
+
+def _excluded(excluded: list[ExcludedObject]) -> dict[str, Any]:
+    """Server internals and extension objects by name (the first MAX_LISTED), and how many tables the
+    connection's ``tables:`` globs left out."""
+    internal = [{"object": item.qualified, "reason": item.reason} for item in excluded
+                if item.reason != "tables filter"]
+    return {"internal": internal[:MAX_LISTED], "internalCount": len(internal),
+            "filtered": len(excluded) - len(internal)}
 
 
 def _ms(since: float) -> float:

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from khive.connections.selection import internal_object
 from khive.project.locate import STATE_DIR
 from khive.project.store import FileStore
 from khive.project.yamldoc import safe_yaml
@@ -107,6 +108,8 @@ def read_shard_tables(files: FileStore, connection: str, sync_id: str | None,
             if cache is not None:
                 cache[path] = (stamp, data)
         for name, entry in (data.get("tables") or {}).items():
+            if internal_object(str(data.get("schema")), str(name)) is not None:
+                continue  # recorded by a scan before server internals were left out
             out[f"{data.get('schema')}.{name}"] = {**entry, "catalog": data.get("catalog"), "db": data.get("schema"),
                                                    "name": name}
     return out

@@ -13,6 +13,7 @@ from khive.verbs import NoParams, Params, Verb, Visibility
 from packs.scan.artifacts import cached_run_tables, latest_sync, read_report, sync_ids
 from packs.scan.diff import diff_runs
 from packs.scan.index import TABLE
+from packs.scan.redaction import clean_columns
 from packs.scan.runner import run_scan
 from packs.scan.shardread import ShardCache, read_shard_tables
 from packs.scan.sqlverbs import SQL_VERBS
@@ -37,15 +38,25 @@ def _require_scan(ctx: Context, connection: str) -> str:
 
 
 def connections(params: NoParams, ctx: Context) -> dict[str, Any]:
-    """List configured connections with driver, description, last scan and table count."""
+    """List configured connections with driver, description, last scan, table count and what the last scan
+    redacted or left out (counts per kind, never a value)."""
     out = []
     for name, config in sorted(ctx.runtime.config.connections.items()):
         sync = latest_sync(ctx.runtime.project, name)
         report = read_report(ctx.runtime.project, name, sync) if sync else None
         out.append({"id": name, "driver": config.driver, "description": config.description,
                     "lastScan": sync, "tables": report["counts"]["tables"] + report["counts"]["views"]
-                    if report else None})
+                    if report else None, "protection": _protection(report) if report else None})
     return {"connections": out}
+
+
+def _protection(report: dict[str, Any]) -> dict[str, Any]:
+    """A scan report's redaction counts (reports from before ADR 0035 have none: ``recorded`` says so)."""
+    excluded = report.get("excluded") or {}
+    skipped = report.get("skippedColumns") or {}
+    return {"recorded": "redactions" in report, "redactions": report.get("redactions") or {},
+            "secretColumns": int(skipped.get("secret-name") or 0),
+            "serverObjectsLeftOut": int(excluded.get("internalCount") or 0)}
 
 
 class ConnectionParams(Params):
@@ -110,6 +121,7 @@ def entity(params: EntityParams, ctx: Context) -> dict[str, Any]:
     shards = _shard_tables(ctx, params.connection, sync)
     key = _resolve_table(params.table, artifacts)
     table = artifacts[key]
+    columns = clean_columns(table["columns"], ctx.runtime.redactor)  # runs from before redaction, too
     shard = shards.get(key, {})
     incoming = [{"from": f"{other['db']}.{other['name']}", "columns": fk["columns"], "refColumns": fk["refColumns"]}
                 for other in artifacts.values() for fk in other.get("foreignKeys", [])
@@ -122,13 +134,14 @@ def entity(params: EntityParams, ctx: Context) -> dict[str, Any]:
         "kind": table.get("kind"), "comment": table.get("comment"), "description": shard.get("description"),
         "estimatedRows": table.get("estimatedRows"),
         "primaryKey": [c["name"] for c in table["columns"] if c.get("primaryKey")],
-        "columns": table["columns"], "foreignKeys": {"out": table.get("foreignKeys", []), "in": incoming},
+        "columns": columns,
+        "foreignKeys": {"out": table.get("foreignKeys", []), "in": incoming},
         "inferredRelationships": {"out": table.get("inferredRelationships", []), "in": inferred_in},
         "usage": shard.get("usage"),
     }
     if params.column is None:
         return result
-    column = next((c for c in table["columns"] if c["name"].lower() == params.column.lower()), None)
+    column = next((c for c in columns if c["name"].lower() == params.column.lower()), None)
     if column is None:
         names = ", ".join(c["name"] for c in table["columns"])
         raise NotFound(f"table {key} has no column {params.column!r}; columns: {names}", code="column_not_found")

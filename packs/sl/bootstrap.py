@@ -27,6 +27,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 from sqlglot import exp
 
+from khive.connections.selection import internal_object
 from khive.context import Context
 from khive.errors import NotFound, WriteConflict
 from khive.project.yamldoc import plain, safe_yaml
@@ -44,12 +45,14 @@ KEY_ORDER = ("name", "descriptions", "table", "sql", "grain", "columns", "measur
 
 
 def read_shards(files: Any, connection: str) -> dict[str, dict[str, Any]]:
-    """``db.name`` -> shard entry of every live table of the connection (read as files, not through scan)."""
+    """``db.name`` -> shard entry of every live table of the connection (read as files, not through scan);
+    server internals a scan recorded before they were left out never become sources."""
     out: dict[str, dict[str, Any]] = {}
     for path in files.list(f"_schema/{connection}/", suffix=".yaml"):
         data = safe_yaml().load(files.read_text(path) or "") or {}
         for name, entry in (data.get("tables") or {}).items():
-            if isinstance(entry, dict) and not entry.get("droppedInSync"):
+            if (isinstance(entry, dict) and not entry.get("droppedInSync")
+                    and internal_object(str(data.get("schema")), str(name)) is None):
                 out[f"{data.get('schema')}.{name}"] = {**entry, "db": str(data.get("schema")), "name": str(name)}
     return out
 

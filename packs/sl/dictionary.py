@@ -16,13 +16,17 @@ from typing import Any
 
 import orjson
 
+from khive.connections.selection import internal_object
 from khive.project.store import inside
 from khive.project.yamldoc import safe_yaml
+from khive.redact import Redactor
 from khive.runtime import Runtime
+from khive.secretnames import secret_name
 from packs.sl.index import DIMENSION_KIND, indexed_sources
 
 LIVE = "live-database"
 MATCH_ORDER = {"exact": 0, "prefix": 1, "substring": 2}
+SECRET_NAME = "secret-name"  # a column whose name says credential: never sampled, never shown
 MAX_LISTED = 20
 TEXT_TYPES = frozenset({"string", "uuid", "json", "other"})
 NUMERIC_TYPES = frozenset({"number", "integer"})
@@ -56,6 +60,7 @@ def latest_sync(runtime: Runtime, connection: str) -> str | None:
 def scan_profiles(runtime: Runtime, connection: str) -> tuple[list[Profile], str | None, str]:
     """(profiles, syncId, where from: artifacts | shards | none) of one connection's latest scan."""
     files = runtime.files
+    redactor: Redactor | None = runtime.redactor  # runs and shards from before redaction: redacted as read
     sync = latest_sync(runtime, connection)
     profiles: list[Profile] = []
     if sync is not None:
@@ -63,14 +68,21 @@ def scan_profiles(runtime: Runtime, connection: str) -> tuple[list[Profile], str
         listed = files.read_bytes(f"{run}/tables.json")  # one file per run (scan ADR 0021)
         tables = orjson.loads(listed)["tables"] if listed is not None else [  # older runs: a file per table
             orjson.loads(files.read_bytes(path) or b"{}") for path in files.list(f"{run}/tables/", suffix=".json")]
+        report = files.read_bytes(f"{run}/scan-report.json")
+        if report is not None and "redactions" in orjson.loads(report):
+            redactor = None  # the scan redacted its samples when it wrote them (ADR 0035)
         for table in tables:
+            if internal_object(str(table.get("db")), str(table.get("name"))) is not None:
+                continue  # recorded before server internals were left out (khive.connections.selection)
             key = f"{table.get('db')}.{table.get('name')}"
             for column in table.get("columns") or []:
                 samples = column.get("samples")
-                profile = Profile(connection, key, str(column.get("name")), column.get("normalizedType"))
+                name = str(column.get("name"))
+                profile = Profile(connection, key, name, column.get("normalizedType"))
                 if isinstance(samples, dict):
-                    profile.skipped = samples.get("skipped")
-                    profile.values = list(samples.get("values") or [])
+                    profile.skipped = samples.get("skipped") or (SECRET_NAME if secret_name(name) else None)
+                    values = list(samples.get("values") or [])
+                    profile.values = redactor.column_values(name, values) if redactor is not None else values
                     profile.frequencies = list(samples.get("frequencies") or []) or None
                     profile.distinct = samples.get("distinct")
                     profile.sampled_rows = samples.get("sampledRows")
@@ -81,10 +93,11 @@ def scan_profiles(runtime: Runtime, connection: str) -> tuple[list[Profile], str
     for path in shards:
         data = safe_yaml().load(files.read_text(path) or "") or {}
         for name, entry in (data.get("tables") or {}).items():
-            if not isinstance(entry, dict) or entry.get("droppedInSync"):
+            if (not isinstance(entry, dict) or entry.get("droppedInSync")
+                    or internal_object(str(data.get("schema")), str(name)) is not None):
                 continue
             for column in entry.get("columns") or []:
-                values = list(column.get("samples") or [])
+                values = runtime.redactor.column_values(str(column.get("name")), column.get("samples") or [])
                 profiles.append(Profile(connection, f"{data.get('schema')}.{name}", str(column.get("name")),
                                         column.get("type"), values=values, profiled=bool(values),
                                         origin="shard_samples"))

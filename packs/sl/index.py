@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from khive.connections.selection import internal_object
 from khive.hookspecs import EdgeRule
 from khive.index.documents import Document, Edge, FileSource, dedupe_edges, words
 from packs.sl.models import Source
@@ -126,7 +127,15 @@ def documents(path: str, text: str) -> Sequence[Document]:
     parts = split_path(path)
     if parts is None:
         return []  # not a source file (e.g. notes kept beside the sources)
-    return source_documents(parts[0], parse_source(text, path), path)
+    source = parse_source(text, path)
+    if source.table and _reads_server_internals(source.table):
+        return []  # an older sl.bootstrap made it from a server internal (ADR 0035): never searched; delete the file
+    return source_documents(parts[0], source, path)
+
+
+def _reads_server_internals(table: str) -> bool:
+    parts = table.split(".")
+    return internal_object(parts[-2] if len(parts) > 1 else "", parts[-1]) is not None
 
 
 def indexed_sources(index: Any) -> list[dict[str, Any]]:
@@ -141,4 +150,4 @@ def known_sources(index: Any) -> dict[str, Known]:
                                 frozenset(meta.get("measures") or ())) for meta in indexed_sources(index)}
 
 
-SOURCE = FileSource(name="sl", roots=(SL_ROOT,), suffixes=(".yaml",), parse=documents, version="3")
+SOURCE = FileSource(name="sl", roots=(SL_ROOT,), suffixes=(".yaml",), parse=documents, version="4")

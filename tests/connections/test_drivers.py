@@ -172,7 +172,9 @@ def test_dimension_type(normalized: Any, name: str, pk: bool, fk: bool, native: 
 def test_is_sensitive() -> None:
     policy = config("sqlite").sample_values
     assert is_sensitive("email", "text", policy) == "sensitive-name"
-    assert is_sensitive("password_hash", "bytea", policy) == "sensitive-name"  # the name wins over the type
+    assert is_sensitive("password_hash", "bytea", policy) == "secret-name"  # a credential's name, before the type
+    assert is_sensitive("api_key", "text", policy.model_copy(update={"sensitive_patterns": []})) == "secret-name"
+    assert is_sensitive("token_count", "integer", policy) is None  # a count of tokens, not a token
     assert is_sensitive("CUSTOMER_EMAIL", "VARCHAR", policy) == "sensitive-name"
     assert is_sensitive("photo", "BLOB", policy) == "binary"
     assert is_sensitive("payload", "jsonb", policy) == "sensitive-type"
@@ -258,7 +260,7 @@ def test_sqlite_catalog(sqlite_driver: SqliteDriver, sqlite_path: Path) -> None:
     assert (snapshot.connection, snapshot.driver, snapshot.catalog) == ("shop", "sqlite", "shop")
     assert snapshot.capability_gaps == ("comments",)
     assert snapshot.warnings == ("no sqlite_stat1 table: row estimates unknown (run ANALYZE on the file to get them)",)
-    assert len(queries) == 3
+    assert len(queries) == 4  # columns, keys, row estimates, shadow tables
 
     with sqlite3.connect(sqlite_path) as conn:
         conn.execute("ANALYZE")
@@ -280,7 +282,7 @@ def test_sqlite_catalog_query_count_does_not_grow_with_tables(tmp_path: Path) ->
     with SqliteDriver("wide", config("sqlite"), {"path": str(path)}) as driver:
         queries = count_calls(driver, "_run")
         assert len(driver.read_catalog().tables) == 40
-    assert len(queries) == 3
+    assert len(queries) == 4  # columns, keys, row estimates and the virtual tables' shadow tables
 
 
 def test_sqlite_broken_view_is_isolated(sqlite_path: Path) -> None:
@@ -300,7 +302,7 @@ def test_sqlite_samples(sqlite_driver: SqliteDriver) -> None:
                                                        values=("active", "churned"), frequencies=(70, 20),
                                                        distinct=3, nulls=1, sampled_rows=100)
     assert samples["customers.email"].skipped == "sensitive-name"
-    assert samples["customers.password_hash"].skipped == "sensitive-name"
+    assert samples["customers.password_hash"].skipped == "secret-name"
     assert samples["customers.photo"].skipped == "binary"
     assert samples["customers.photo"].values == ()
     assert samples["customers.region"].values == ("eu", "us")
@@ -503,7 +505,7 @@ def test_duckdb_samples(duckdb_driver: DuckDbDriver) -> None:
                                                        values=("active", "churned"), frequencies=(70, 20),
                                                        distinct=3, nulls=1, sampled_rows=100)
     assert samples["customers.email"].skipped == "sensitive-name"
-    assert samples["customers.password_hash"].skipped == "sensitive-name"
+    assert samples["customers.password_hash"].skipped == "secret-name"
     assert samples["contacts.email"].skipped == "sensitive-name"
     assert samples["contacts.profile"].skipped == "sensitive-type"
     assert samples["contacts.tags"].skipped == "sensitive-type"
@@ -696,7 +698,7 @@ def test_postgres_samples(pg_driver: PostgresDriver) -> None:
                                                        values=("active", "churned"), frequencies=(70, 20),
                                                        distinct=3, nulls=1, sampled_rows=100)
     assert samples["customers.email"].skipped == "sensitive-name"
-    assert samples["customers.password_hash"].skipped == "sensitive-name"
+    assert samples["customers.password_hash"].skipped == "secret-name"
     assert samples["orders.tags"].skipped == "sensitive-type"
     assert samples["orders.meta"].skipped == "sensitive-type"
     assert samples["customers.id"].values == (0, 1)

@@ -69,7 +69,8 @@ async def test_every_op_is_audited_with_outcome_and_digest(run: Any, runtime: An
     events = sorted(await runtime.audit.query(AuditQuery(request_id="audit-1")), key=lambda e: e.op_index)
     assert [e.outcome for e in events] == ["ok", "boom", "aborted"]
     assert [e.decision for e in events] == ["allow", "allow", "not-evaluated"]
-    assert events[0].args_redacted == {"x": {"password": "***", "url": "postgres://u:***@h/db"}}
+    assert events[0].args_redacted == {"x": {"password": "[redacted: secret-name]",
+                                              "url": "postgres://u:[redacted: url-password]@h/db"}}
     assert len(events[0].args_digest) == 32
     assert events[2].reason.startswith("aborted")
     assert all(e.request_id == "audit-1" for e in events)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -167,10 +168,14 @@ async def test_piped_doctor_output_is_whole_and_json_is_the_same_findings(scanne
     wanted = 'add bench/retrieval-suite.json: {"cases": [{"query": "...", "expected": ["schema.table"]}]}'
     # the fix on a line of its own, whole: not wrapped, cut or ellipsized at 80 columns
     assert any(line.strip() == wanted for line in plain.stdout.splitlines()), plain.stdout
+    # what each connection's last scan redacted and left out, by kind (ADR 0035)
+    assert re.search(r"^\w+: redacted \d+ sample values.*; \d+ columns named like secrets not sampled; "
+                     r"\d+ server objects left out$", plain.stdout, re.M), plain.stdout
     document = khive_doctor(project, "--json")
     assert document.returncode == plain.returncode == 0
     parsed = json.loads(document.stdout)
-    assert parsed["failing"] is False and [check["request"] for check in parsed["checks"]] == ["discover.doctor()"]
+    assert parsed["failing"] is False
+    assert [check["request"] for check in parsed["checks"]] == ["discover.doctor()", "scan.connections()"]
     codes = [finding["code"] for finding in parsed["checks"][0]["result"]["findings"]]
     assert all(code in plain.stdout for code in codes) and "benchmark_not_analyzed" in codes
 
