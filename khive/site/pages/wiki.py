@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from khive.site.catalog import scope_of, wiki_path
-from khive.site.html import Markup, el, empty, join, link, section
+from khive.site.html import Child, Markup, el, empty, join, link, section
 from khive.site.layout import Page
 from khive.site.markup import render_markdown
 from khive.site.pages.common import Links, Site, definition, failure_box, ref_link
@@ -95,8 +95,9 @@ def _pattern(pattern: dict[str, Any], links: Links) -> Markup:
 
 def _relations(read: dict[str, Any], links: Links) -> Markup:
     relations = read.get("relations") or {}
-    rows = [(name.replace("_", " "), join(links.page(key) for key in relations.get(name) or []))
-            for name in RELATIONS if relations.get(name)]
+    rows: list[tuple[str, Child]] = [
+        (name.replace("_", " "), join(links.page(key) for key in relations.get(name) or []))
+        for name in RELATIONS if relations.get(name)]
     if read.get("refs"):
         rows.append(("refers to", join(links.page(key) for key in read["refs"])))
     if read.get("superseded_by"):
