@@ -13,12 +13,15 @@ NAV = (("Overview", paths.OVERVIEW), ("Tables", paths.TABLES), ("Sources", paths
 
 @dataclass(frozen=True)
 class Page:
-    """One page of the site: where it lives, its title and its body; ``scripts`` are site-relative."""
+    """One page of the site: where it lives, its title and its body; ``scripts`` are site-relative;
+    ``subject`` names what the page is about (``table:<connection>:<id>``, ``source:<connection>:<name>``,
+    ``wiki:<scope>:<key>``), written as ``data-subject`` so a tool can find the page of a thing."""
 
     path: str
     title: str
     body: Markup
     scripts: tuple[str, ...] = ()
+    subject: str | None = None
 
 
 def document(page: Page, project: str, footer: Child) -> str:
@@ -40,6 +43,6 @@ def document(page: Page, project: str, footer: Child) -> str:
               el("title", None, f"{page.title} · {project}"),
               el("link", {"rel": "stylesheet", "href": to(paths.STYLESHEET)}))
     scripts = [el("script", {"src": to(script)}) for script in page.scripts]
-    body = el("body", None, nav, el("main", None, el("h1", None, page.title), page.body),
+    body = el("body", None, nav, el("main", {"data-subject": page.subject}, el("h1", None, page.title), page.body),
               el("footer", None, footer), scripts)
     return "<!doctype html>\n" + render(el("html", {"lang": "en"}, head, body)) + "\n"

@@ -38,11 +38,12 @@ async def source_page(site: Site, source: dict[str, Any]) -> Page:
     here = source_path(source)
     links = Links(here, site.catalog)
     name, connection = str(source["name"]), str(source.get("connectionId", ""))
+    subject = f"source:{connection}:{name}"
     read, text = await site.reader.many([
         ("sl.read", {"name": name, "connection": connection, "format": "json"}),
         ("sl.read", {"name": name, "connection": connection, "format": "yaml"})])
     if isinstance(read, Failure):
-        return Page(here, name, failure_box(read))
+        return Page(here, name, failure_box(read), subject=subject)
     body = read.get("source") or {}
     example = example_query(name, body)
     compiled = await site.reader.call("sl.compile", connection=connection, **example) if example else None
@@ -59,7 +60,7 @@ async def source_page(site: Site, source: dict[str, Any]) -> Page:
                 await site.blocking(highlight, text.get("yaml", ""), "yaml")
                 if not isinstance(text, Failure) else failure_box(text), id_="file"),
     ]
-    return Page(here, f"{name} (source)", Markup("".join(str(part) for part in parts)))
+    return Page(here, f"{name} (source)", Markup("".join(str(part) for part in parts)), subject=subject)
 
 
 def _summary(read: dict[str, Any], body: dict[str, Any], connection: str, links: Links) -> Markup:

@@ -16,9 +16,10 @@ from khive.site.reader import Failure
 
 async def table_page(site: Site, ref: TableRef) -> Page:
     links = Links(ref.path, site.catalog)
+    subject = f"table:{ref.connection}:{ref.id}"
     entity = await site.reader.call("scan.entity", connection=ref.connection, table=ref.id)
     if isinstance(entity, Failure):
-        return Page(ref.path, ref.id, failure_box(entity))
+        return Page(ref.path, ref.id, failure_box(entity), subject=subject)
     body = [
         _summary(entity, ref, site, links),
         section("Join graph", _graph(entity, ref, links), _legend(), id_="join-graph"),
@@ -28,7 +29,7 @@ async def table_page(site: Site, ref: TableRef) -> Page:
         section("Usage", _usage(entity.get("usage"), ref, links), id_="usage"),
         section("Patterns that read it", _patterns(site, ref, links), id_="patterns"),
     ]
-    return Page(ref.path, ref.id, Markup("".join(body)))
+    return Page(ref.path, ref.id, Markup("".join(body)), subject=subject)
 
 
 def _summary(entity: dict[str, Any], ref: TableRef, site: Site, links: Links) -> Markup:

@@ -19,9 +19,10 @@ async def wiki_page(site: Site, page: dict[str, Any]) -> Page:
     here = wiki_path(page)
     links = Links(here, site.catalog)
     key = str(page["key"])
+    subject = f"wiki:{page.get('scope')}:{key}"
     read = await site.reader.call("wiki.read", key=key, scope=scope_of(page))
     if isinstance(read, Failure):
-        return Page(here, key, failure_box(read))
+        return Page(here, key, failure_box(read), subject=subject)
     pattern = next((p for p in site.catalog.patterns if p.get("page") == key), None)
     dialect = site.catalog.drivers.get(str(pattern.get("connection"))) if pattern else None
     body = await site.blocking(render_markdown, str(read.get("body") or ""), _resolver(links),
@@ -29,7 +30,8 @@ async def wiki_page(site: Site, page: dict[str, Any]) -> Page:
     parts = [_banner(read, links), _summary(read, links), section("Pattern", _pattern(pattern, links))
              if pattern else "", el("article", {"class": "page-body"}, body),
              section("Relations", _relations(read, links), id_="relations")]
-    return Page(here, str(read.get("title") or key), Markup("".join(str(part) for part in parts)))
+    return Page(here, str(read.get("title") or key), Markup("".join(str(part) for part in parts)),
+                subject=subject)
 
 
 def _resolver(links: Links) -> Any:
