@@ -26,13 +26,17 @@ async def audit_page(site: Site) -> Page:
     if isinstance(answer, Failure):
         return Page(paths.AUDIT, "Audit", failure_box(answer))
     events = list(answer.get("events") or [])
+    # The site reads through the verbs too: its own reads would drown the agents' requests in the tallies, but
+    # a refusal or an error is worth seeing whoever ran into it.
+    others = [e for e in events if e.get("client") != SITE_CLIENT]
     denied = [e for e in events if e.get("decision") == "deny"]
     failed = [e for e in events if e.get("decision") != "deny" and e.get("outcome") not in QUIET_OUTCOMES]
     parts = [
-        el("p", {"class": "lead"}, f"The latest {len(events)} ops, newest first. Arguments are shown as the audit "
-                                   "stored them, redacted."),
+        el("p", {"class": "lead"}, f"The latest {len(events)} ops, newest first, {len(events) - len(others)} of them "
+                                   "the site's own reads (left out of the tallies). Arguments are shown as the "
+                                   "audit stored them, redacted."),
         el("div", {"class": "columns-2"},
-           section("By principal", _tally(events, "principal")), section("By verb", _tally(events, "verb"))),
+           section("By principal", _tally(others, "principal")), section("By verb", _tally(others, "verb"))),
         section(f"Refusals ({len(denied)})", _events(denied) if denied else empty("No refusals."), id_="refusals"),
         section(f"Errors ({len(failed)})", _events(failed) if failed else empty("No errors."), id_="errors"),
         section("Every op", _filters(events), _events(events, filterable=True), id_="ops"),
