@@ -72,7 +72,7 @@ def join_graph(center: str, neighbours: list[Neighbour]) -> Markup:
         x, y = cx + RADIUS_X * math.cos(angle), cy + RADIUS_Y * math.sin(angle)
         lines.append(el("line", {"x1": f"{cx:.1f}", "y1": f"{cy:.1f}", "x2": f"{x:.1f}", "y2": f"{y:.1f}",
                                  "class": f"edge {neighbour.strongest}"}))
-        mx, my = cx + (x - cx) * 0.62, cy + (y - cy) * 0.62  # nearer the neighbour: clear of the centre
+        mx, my = cx + (x - cx) * 0.5, cy + (y - cy) * 0.5  # halfway: clear of both boxes at this radius
         labels.append(el("text", {"x": f"{mx:.1f}", "y": f"{my - 3:.1f}", "text-anchor": "middle",
                                   "class": "edge-label"}, neighbour.label))
         nodes.append(_node(x, y, neighbour.table, "neighbour", neighbour.href))
