@@ -1,6 +1,7 @@
 """``khive site build`` for a PostgreSQL project on the throwaway cluster: a page per table, source and wiki
 page, every link resolving, and secrets: samples appear only as the redaction left them, and the audit view
-shows request arguments only as the audit stored them."""
+shows request arguments only as the audit stored them. A composite key named but not declared gives the review
+list one relationship, with the YAML that accepts it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import orjson
 import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
-from sitecheck import broken_links, expected_subjects, pages, subjects
+from sitecheck import broken_links, expected_subjects, operator_results, pages, subjects
 
 from khive.bootstrap import open_runtime
 from khive.cli import main
@@ -36,6 +37,10 @@ COMMENT ON COLUMN crm.customers.integration_note IS 'free text the integrations 
 CREATE TABLE crm.orders (id integer PRIMARY KEY, customer_id integer NOT NULL REFERENCES crm.customers (id),
                          status text NOT NULL, amount numeric(10, 2));
 CREATE TABLE crm.order_notes (id integer PRIMARY KEY, order_id integer NOT NULL, body text);
+CREATE TABLE crm.order_lines (order_id integer NOT NULL REFERENCES crm.orders (id), line_no integer NOT NULL,
+                              sku text NOT NULL, PRIMARY KEY (order_id, line_no));
+CREATE TABLE crm.line_adjustments (id integer PRIMARY KEY, order_id integer NOT NULL, line_no integer NOT NULL,
+                                   delta numeric(10, 2));
 """
 
 
@@ -50,6 +55,10 @@ def warehouse(pg_database: str) -> Iterator[str]:
         admin.execute("INSERT INTO crm.orders SELECT i, 1 + i % 90, (ARRAY['paid','open'])[1 + i % 2], i * 2.5 "
                       "FROM generate_series(1, 400) AS i")
         admin.execute("INSERT INTO crm.order_notes SELECT i, 1 + i % 400, 'note ' || i FROM generate_series(1, 200) i")
+        admin.execute("INSERT INTO crm.order_lines SELECT o, l, 'sku-' || l FROM generate_series(1, 400) o, "
+                      "generate_series(1, 3) l")
+        admin.execute("INSERT INTO crm.line_adjustments SELECT i, 1 + i % 400, 1 + i % 3, -1.5 "
+                      "FROM generate_series(1, 150) AS i")
         admin.execute(f"CREATE ROLE {reader} LOGIN")
         admin.execute(f"GRANT USAGE ON SCHEMA crm TO {reader}; GRANT SELECT ON ALL TABLES IN SCHEMA crm TO {reader}")
         yield make_conninfo(pg_database, user=reader)
@@ -102,5 +111,12 @@ def test_a_postgres_project_gets_a_page_for_everything_and_no_secret(
     assert [str(p.relative_to(site)) for p in files if any(s.encode() in p.read_bytes() for s in SECRETS)] == []
     customers = "".join(pages(site)[subjects(site)["table:wh:crm.customers"]].text)
     assert "api_key=[redacted" in customers  # the sample is shown, as the redaction left it
+    (entity,) = anyio.run(operator_results, project, 'scan.entity(connection="wh", table="crm.line_adjustments")')
+    pending = [rel for rel in entity["inferredRelationships"]["out"] if rel["tier"] == "review"]
+    assert [(rel["toTable"], rel["fromColumns"]) for rel in pending] == [("order_lines", ["order_id", "line_no"])]
+    review = "".join(pages(site)["review.html"].text)
+    assert "Relationships awaiting review (1)" in review
+    assert f"{pending[0]['confidence']:.3f}" in review
+    assert "semantic-layer/wh/line_adjustments.yaml" in review and "to: order_lines" in review  # how to accept
     audit = "".join(pages(site)["audit.html"].text)
     assert "discover.search" in audit and "[redacted" in audit  # the argument, as the audit stored it
