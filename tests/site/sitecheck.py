@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import posixpath
+import socket
+import time
 from dataclasses import dataclass, field
 from functools import partial
 from html.parser import HTMLParser
@@ -147,3 +149,25 @@ def discover_top(project: Path, query: str, n: int = 3) -> list[str]:
 
 def expected_subjects(project: Path) -> set[str]:
     return anyio.run(expected_subjects_async, project)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def wait_for(port: int, timeout_s: float = 60) -> None:
+    """Until something listens on the loopback ``port`` (a server started in a subprocess)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"nothing listens on port {port}")
+
+
+def operator_results_sync(project: Path, *texts: str) -> list[dict[str, Any]]:
+    return anyio.run(partial(operator_results, project, *texts))

@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 import anyio
 import pytest
-from sitecheck import Demo, discover_top, operator_results, parse_html
+from sitecheck import Demo, discover_top, free_port, operator_results, parse_html, wait_for
 
 pytestmark = [pytest.mark.slow]
 
@@ -135,27 +135,10 @@ def test_screenshots_are_written_for_a_person_to_look_at(demo: Demo, browser: Br
         print(f"screenshot: {shot}")
 
 
-def _wait_for(port: int) -> None:
-    import socket
-    import time
-
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"khive site serve did not listen on port {port}")
-
-
 @pytest.fixture
 def served(demo: Demo) -> Iterator[str]:
     """``khive site serve`` on a free loopback port; yields the address it printed (with its token)."""
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "khive.cli", "--project", str(demo.root), "site", "serve",
                                 "--port", str(port)], stderr=subprocess.PIPE, text=True)
     try:
@@ -163,7 +146,7 @@ def served(demo: Demo) -> Iterator[str]:
         line = process.stderr.readline()
         found = re.search(r"open (http://\S+)", line)
         assert found, line
-        _wait_for(port)
+        wait_for(port)
         yield found.group(1)
     finally:
         process.terminate()

@@ -4,10 +4,20 @@ the site resolves, the static search index ranks like ``discover.search``, and t
 from __future__ import annotations
 
 import json
+import posixpath
 from pathlib import Path
 
 import pytest
-from sitecheck import Demo, broken_links, discover_top, expected_subjects, pages, static_answers, subjects
+from sitecheck import (
+    Demo,
+    broken_links,
+    discover_top,
+    expected_subjects,
+    operator_results_sync,
+    pages,
+    static_answers,
+    subjects,
+)
 
 from khive.cli import main
 
@@ -82,3 +92,14 @@ def test_a_folder_the_builder_did_not_write_is_left_alone(demo: Demo, tmp_path: 
     assert build(demo.root, mine) == 2
     assert "is not a site khive built" in capsys.readouterr().err
     assert [p.name for p in mine.iterdir()] == ["todo.txt"]
+
+
+def test_wiki_pages_show_their_relations(demo: Demo) -> None:
+    (newer,) = operator_results_sync(demo.root, 'wiki.read(key="sales/revenue-definition-2025")')
+    (older_key,) = newer["relations"]["supersedes"]
+    found = subjects(demo.site)
+    older_path = found[f"wiki:global:{older_key}"]
+    older = pages(demo.site)[older_path]
+    assert "Superseded by" in "".join(older.text)
+    targets = {posixpath.normpath(posixpath.join(posixpath.dirname(older_path), link)) for link in older.links}
+    assert found["wiki:global:sales/revenue-definition-2025"] in targets

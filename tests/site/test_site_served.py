@@ -3,12 +3,15 @@ token, read-only, search asking ``discover.search`` itself, and the gate decidin
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-from sitecheck import Demo, discover_top_async, parse_html
+from sitecheck import Demo, discover_top_async, free_port, parse_html, wait_for
 
 from khive.bootstrap import open_runtime
 from khive.mcp_server import http_app
@@ -100,3 +103,20 @@ def test_site_serve_refuses_an_address_beyond_loopback(demo: Demo, capsys: pytes
 
     assert main(["--project", str(demo.root), "site", "serve", "--host", "0.0.0.0"]) == 2
     assert "loopback only" in capsys.readouterr().err
+
+
+def test_khive_serve_http_site_answers_beside_mcp(demo: Demo) -> None:
+    port = free_port()
+    env = {**os.environ, "KHIVE_HTTP_TOKEN": AGENT_TOKEN}
+    process = subprocess.Popen([sys.executable, "-m", "khive.cli", "--project", str(demo.root), "serve", "--http",
+                                "--site", "--port", str(port)], env=env, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(port)
+        base = f"http://127.0.0.1:{port}"
+        assert httpx.get(f"{base}/site/").status_code == 401
+        page = httpx.get(f"{base}/site/tables/index.html", headers={"Authorization": f"Bearer {AGENT_TOKEN}"})
+        assert page.status_code == 200 and "sales.orders" in page.text
+        assert httpx.post(f"{base}/mcp", json={}).status_code == 401
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

@@ -25,13 +25,19 @@ async def wiki_page(site: Site, page: dict[str, Any]) -> Page:
         return Page(here, key, failure_box(read), subject=subject)
     pattern = next((p for p in site.catalog.patterns if p.get("page") == key), None)
     dialect = site.catalog.drivers.get(str(pattern.get("connection"))) if pattern else None
-    body = await site.blocking(render_markdown, str(read.get("body") or ""), _resolver(links),
+    title = str(read.get("title") or key)
+    body = await site.blocking(render_markdown, _without_title(str(read.get("body") or ""), title), _resolver(links),
                                _code_resolver(links), pattern is not None, dialect)
     parts = [_banner(read, links), _summary(read, links), section("Pattern", _pattern(pattern, links))
              if pattern else "", el("article", {"class": "page-body"}, body),
              section("Relations", _relations(read, links), id_="relations")]
-    return Page(here, str(read.get("title") or key), Markup("".join(str(part) for part in parts)),
-                subject=subject)
+    return Page(here, title, Markup("".join(str(part) for part in parts)), subject=subject)
+
+
+def _without_title(body: str, title: str) -> str:
+    """The body without a first ``# <title>`` line: the page already shows the title as its heading."""
+    first, _, rest = body.lstrip("\n").partition("\n")
+    return rest if first.strip() == f"# {title}" else body
 
 
 def _resolver(links: Links) -> Any:
