@@ -21,7 +21,8 @@ DEFAULT_PORT = 8766
 def add_site_command(commands: Any) -> None:
     site = commands.add_parser("site", help="a browsable site of the project: tables, sources, wiki, audit")
     actions = site.add_subparsers(dest="site_command", metavar="ACTION", required=True)
-    build = actions.add_parser("build", help="write the static site (default .khive/site/)")
+    build = actions.add_parser("build", help="write the static site (default .khive/site/); exit 1 when a verb "
+                                             "did not answer (its pages say so)")
     build.add_argument("dir", nargs="?", help="where to write it (default: .khive/site/ in the project)")
     build.set_defaults(handler=build_handler)
     serve = actions.add_parser("serve", help="serve the site on a loopback address, with live search")
@@ -53,7 +54,7 @@ def build_handler(args: argparse.Namespace) -> int:
     for failure in report.failures:
         print(f"khive: {failure}", file=sys.stderr)
     print(f"open file://{report.index}")
-    return 0
+    return 1 if report.failures else 0  # written, but some pages say a verb did not answer
 
 
 def serve_handler(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
-from urllib.parse import parse_qs, quote, urlencode
+from urllib.parse import parse_qs, quote, unquote, urlencode
 
 from khive.bearer import match_token
 from khive.context import MCP_HTTP
@@ -92,7 +92,8 @@ class SiteApp:
     async def _adopt_token(self, scope: dict[str, Any], send: Send, token: str, query: dict[str, list[str]]) -> None:
         rest = {name: values for name, values in query.items() if name != "token"}
         location = quote(scope["path"]) + (f"?{urlencode(rest, doseq=True)}" if rest else "")
-        cookie = f"{COOKIE}={token}; Path={self.prefix or '/'}; HttpOnly; SameSite=Strict"
+        value = quote(token, safe="")  # a token may hold characters a cookie value may not
+        cookie = f"{COOKIE}={value}; Path={self.prefix or '/'}; HttpOnly; SameSite=Strict"
         await _respond(send, 303, b"", extra=[(b"location", location.encode()), (b"set-cookie", cookie.encode())])
 
     def _reader(self, principal: str) -> Reader:
@@ -127,7 +128,7 @@ def _cookie(header: str) -> str:
     except CookieError:
         return ""
     morsel = jar.get(COOKIE)
-    return morsel.value if morsel else ""
+    return unquote(morsel.value) if morsel else ""
 
 
 async def _respond(send: Send, status: int, body: bytes, content_type: str = "text/plain; charset=utf-8",

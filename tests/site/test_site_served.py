@@ -20,7 +20,7 @@ from khive.site.server import COOKIE, mount_site, site_app
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-TOKEN = "site-test-token-0123456789"
+TOKEN = "site test;token=0123456789"  # characters a cookie value cannot hold as they are
 AGENT_TOKEN = "agent-test-token-9876543210"
 NEW_QUESTION = "coupon redemptions by campaign"  # not among the static build's questions
 
@@ -45,7 +45,7 @@ async def test_pages_need_the_token_which_the_address_hands_over_as_a_cookie(run
         assert "sales.orders" not in refused.text
         wrong = await http.get("/tables/index.html", headers={"Authorization": "Bearer not-the-token"})
         assert wrong.status_code == 401
-        handed = await http.get(f"/tables/index.html?token={TOKEN}")
+        handed = await http.get("/tables/index.html", params={"token": TOKEN})
         assert handed.status_code == 303
         assert handed.headers["location"] == "/tables/index.html"  # the token leaves the address
         assert "HttpOnly" in handed.headers["set-cookie"] and "SameSite=Strict" in handed.headers["set-cookie"]
@@ -53,7 +53,7 @@ async def test_pages_need_the_token_which_the_address_hands_over_as_a_cookie(run
         assert page.status_code == 200
         assert "sales.orders" in page.text
         assert page.headers["referrer-policy"] == "no-referrer"
-        assert http.cookies.get(COOKIE) == TOKEN
+        assert COOKIE in http.cookies
 
 
 async def test_the_site_is_read_only(runtime: Runtime) -> None:
