@@ -5,6 +5,7 @@ by the same code, and says that any other question needs ``khive site serve``.""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote_plus
 
 from khive.site import paths
 from khive.site.html import Markup, el, empty, link
@@ -70,16 +71,10 @@ async def served_search(site: Site, query: str) -> Page:
 def static_search(queries: list[str]) -> Page:
     """The search page of a static build: search.js answers from the prebuilt index (assets/search-index.js)."""
     links_html = el("ul", {"class": "questions"},
-                    [el("li", None, link(f"?q={_quoted(q)}", q)) for q in queries])
+                    [el("li", None, link(f"?q={quote_plus(q)}", q)) for q in queries])
     body = Markup(_form("") + el("div", {"id": "results-box"},
                                  el("noscript", None, el("p", None, STATIC_NOTE + " (Showing answers needs "
                                                                      "JavaScript.)")))
                   + el("details", {"id": "known-questions"}, el("summary", None, "Questions this copy answers"),
                        el("p", {"class": "muted"}, STATIC_NOTE), links_html))
     return Page(paths.SEARCH, "Search", body, scripts=(paths.SEARCH_INDEX, paths.SEARCH_SCRIPT))
-
-
-def _quoted(query: str) -> str:
-    from urllib.parse import quote_plus
-
-    return quote_plus(query)
