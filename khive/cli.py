@@ -143,6 +143,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
     serve.add_argument("--no-auth", action="store_true", help="allow unauthenticated access (loopback only)")
+    serve.add_argument("--site", action="store_true", help="also serve the site, read-only, at /site/")
     serve.set_defaults(handler=_serve)
 
     audit = commands.add_parser("audit", help="read the audit trail")
@@ -189,6 +190,10 @@ def _parser() -> argparse.ArgumentParser:
     agents = commands.add_parser("setup-agents", help="connect Claude Code, Cursor, Codex to this project over MCP")
     cli_agents.add_arguments(agents)
     agents.set_defaults(handler=cli_agents.handler)
+
+    from khive.site.cli import add_site_command
+
+    add_site_command(commands)
     return parser
 
 
@@ -439,6 +444,12 @@ def _serve(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     else:
         app = http_app(runtime, tokens=tokens, host=args.host, dispatcher=_daemon_dispatcher(args, runtime.project))
+    if args.site:
+        from khive.site.server import mount_site
+
+        app = mount_site(app, runtime, tokens=None if args.no_auth else tokens)
+        print(f"khive: serving the site on http://{args.host}:{args.port}/site/ (same bearer token)",
+              file=sys.stderr, flush=True)
     print(f"khive: serving MCP on http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
     # uvicorn re-raises SIGTERM with the default handler after its graceful shutdown, which would skip
     # closing the runtime; exiting through SystemExit runs the finally block instead.

@@ -12,7 +12,6 @@ as in total (``khive.http_sessions``).
 
 from __future__ import annotations
 
-import hmac
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -28,6 +27,7 @@ from mcp.server.lowlevel import Server
 from khive import __version__
 from khive.agent_brief import server_instructions, tool_description
 from khive.audit.trail import audit_parse_error
+from khive.bearer import match_token
 from khive.context import MCP_HTTP, MCP_STDIO, PRESENTATIONS, Context
 from khive.dispatch import dispatch
 from khive.errors import DslSyntaxError
@@ -225,20 +225,17 @@ class BearerAuth:
             return
         header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
         scheme, _, presented = header.partition(" ")
-        principal = matched = None
-        if scheme.lower() == "bearer" and presented:
-            for token, name in self.tokens.items():
-                if hmac.compare_digest(token.encode(), presented.strip().encode()):
-                    principal, matched = name, token
-        if principal is None:
+        found = match_token(presented, self.tokens) if scheme.lower() == "bearer" else None
+        if found is None:
             body = orjson.dumps({"error": "unauthorized", "message": "missing or invalid bearer token"})
             await send({"type": "http.response.start", "status": 401, "headers": [
                 (b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="khive"'),
                 (b"content-length", str(len(body)).encode())]})
             await send({"type": "http.response.body", "body": body})
             return
+        principal, matched = found
         scope[PRINCIPAL_SCOPE_KEY] = principal
-        scope[TOKEN_SCOPE_KEY] = token_id(matched or "")  # sessions are capped per token, never by its text
+        scope[TOKEN_SCOPE_KEY] = token_id(matched)  # sessions are capped per token, never by its text
         await self.app(scope, receive, send)
 
 

@@ -15,6 +15,7 @@ COMPOSITION_ROOTS = {"khive/cli.py", "khive/mcp_server.py", "khive/bootstrap.py"
 
 # The demo builds a Runtime, starts the daemon and talks MCP: composition roots too (env is passed in).
 COMPOSITION_ROOTS |= {"khive/cli_demo.py", "khive/cli_agents.py", "khive/demo/run.py", "khive/demo/showcase.py"}
+COMPOSITION_ROOTS |= {"khive/site/cli.py"}  # `khive site build|serve`: opens the project like the CLI does
 
 
 def python_files(folder: str) -> list[Path]:
