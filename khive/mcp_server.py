@@ -86,11 +86,11 @@ async def local_dispatch(text: str, ctx: Context) -> dict[str, Any]:
 
 def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: DaemonSettings,
                           note: Callable[[str], None] | None = None) -> Dispatcher:
-    """Forward each call through the warm daemon (``khive.client``); dispatch locally when it says so."""
+    """Forward each call through the warm daemon (``khive.daemon.client``); dispatch locally when it says so."""
     import anyio.from_thread
     import anyio.to_thread
 
-    from khive.client import Call, Forwarded, forward_or_spawn
+    from khive.daemon.client import Call, Forwarded, forward_or_spawn
 
     async def dispatcher(text: str, ctx: Context) -> dict[str, Any]:
         sampler: Any = (ctx.extra or {}).get(SAMPLE_KEY)

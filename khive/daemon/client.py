@@ -176,13 +176,13 @@ def _listening(socket: Path) -> DaemonConnection | None:
 
 
 def spawn_daemon(settings: DaemonSettings, project: Path, env: Mapping[str, str]) -> None:
-    """Start ``khive daemon run`` detached: own session, reparented away from this process, logging to a file."""
+    """Start ``python -m khive.daemon`` detached: own session, reparented away from this process, logging to a file."""
     import subprocess  # only on the spawn path: the warm path stays lean
     log_file = settings.log_file
     if log_file.exists() and log_file.stat().st_size > _LOG_ROTATE_BYTES:
         log_file.replace(log_file.with_name(log_file.name + ".1"))
     child_env = {**env, "KHIVE_SOCKET": str(settings.socket), "KHIVE_HOME": str(settings.home)}
-    command = [sys.executable, "-m", "khive.daemon", "--detach", "--project", str(project), "daemon", "run"]
+    command = [sys.executable, "-m", "khive.daemon", "--detach", "--project", str(project)]
     with log_file.open("ab") as log:
         # The launcher forks the daemon and exits at once, so waiting here is short and leaves no zombie.
         launcher = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=child_env,
