@@ -17,7 +17,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 
@@ -36,7 +36,7 @@ log = logging.getLogger("khive.daemon")
 STOP_GRACE_SECONDS = 30.0
 
 
-def probe(settings: DaemonSettings, timeout: float = 1.0) -> dict[str, object] | None:
+def probe(settings: DaemonSettings, timeout: float = 1.0) -> dict[str, Any] | None:
     """The status of a daemon answering on the socket, or None when nothing live answers."""
     try:
         with DaemonConnection.open(settings.socket, timeout=timeout) as connection:
