@@ -406,11 +406,11 @@ def _serve(args: argparse.Namespace) -> int:
     import anyio
     import uvicorn
 
+    from khive.envref import resolve
     from khive.mcp_server import http_app
-    from khive.project.config import resolve_env
 
     runtime = _runtime(args)
-    tokens = {resolve_env(entry.token, os.environ, what="server.tokens"): entry.principal
+    tokens = {resolve(entry.token, os.environ, field="server.tokens"): entry.principal
               for entry in runtime.config.server.tokens}
     if os.environ.get("KHIVE_HTTP_TOKEN"):
         tokens[os.environ["KHIVE_HTTP_TOKEN"]] = "agent:http"

@@ -33,6 +33,7 @@ from khive.failure import failed_envelope as envelope_of_failure
 
 if TYPE_CHECKING:
     from khive.dsl.nodes import Request
+    from khive.services import Sampler
 
 _NOT_LISTENING = (FileNotFoundError, ConnectionRefusedError)
 _LOG_ROTATE_BYTES = 8 * 1024 * 1024
@@ -69,7 +70,7 @@ class Call:
     presentation: str = "agent"
     request_id: str = ""
     user: str = ""
-    sampler: Any = None  # the caller's MCP sampler (khive.mcp_sampling.Sampler), when it has a session
+    sampler: Sampler | None = None  # the caller's MCP sampler, when it has a session
     on_sample: Sample | None = None  # how the (blocking) client reaches that sampler
     client: str = ""  # what the MCP client calls itself (audit only)
 

@@ -52,7 +52,9 @@ class RemoteSampler:
                 if frame is None:
                     break
                 seq = frame.get("seq")
-                waiting = self._waiting.pop(seq, None) if frame.get("type") == "sampled" and isinstance(seq, int) else None
+                if frame.get("type") != "sampled" or not isinstance(seq, int):
+                    continue
+                waiting = self._waiting.pop(seq, None)
                 if waiting is not None:
                     waiting[1].update(frame)
                     waiting[0].set()
