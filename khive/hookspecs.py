@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from khive.services import Services
     from khive.verbs import Verb
 
-__all__ = ["EdgeRule", "EmbedderSpec", "IndexSource", "OverviewFacts", "OverviewPart", "PackInfo", "SchemaPlan",
-           "WarmTask", "hookimpl", "hookspec"]
+__all__ = ["ConfigSection", "EdgeRule", "EmbedderSpec", "IndexSource", "OverviewFacts", "OverviewPart", "PackInfo",
+           "SchemaPlan", "WarmTask", "hookimpl", "hookspec"]
 
 hookspec = pluggy.HookspecMarker("khive")
 hookimpl = pluggy.HookimplMarker("khive")
@@ -79,6 +79,18 @@ class OverviewPart:
     collect: Callable[[Services], OverviewFacts]
 
 
+@dataclass(frozen=True, slots=True)
+class ConfigSection:
+    """A block of each connection in khive.yaml that a pack owns (``connections.<name>.<key>``).
+
+    ``check(connection, block)`` validates the block when the runtime is built, so a mistake stops the
+    start with a ConfigError naming the field and the fix, not the first run that reads it.
+    """
+
+    key: str
+    check: Callable[[str, Mapping[str, Any]], object]
+
+
 @hookspec
 def khive_pack_info() -> PackInfo:  # type: ignore[empty-body]
     """Name, version and required packs of this pack."""
@@ -112,6 +124,11 @@ def khive_index_sources(runtime: Services) -> Sequence[IndexSource]:  # type: ig
 @hookspec
 def khive_warm(runtime: Services) -> Sequence[WarmTask]:  # type: ignore[empty-body]
     """Work that makes the first request fast (open indexes, connections); run in the background."""
+
+
+@hookspec
+def khive_config_sections() -> Sequence[ConfigSection]:  # type: ignore[empty-body]
+    """Blocks of a connection in khive.yaml this pack owns, validated when the runtime is built."""
 
 
 @hookspec

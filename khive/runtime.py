@@ -25,6 +25,7 @@ from khive.limits import Limits
 from khive.plugins import (
     apply_schema_plans,
     build_plugin_manager,
+    check_pack_config,
     collect_edge_rules,
     collect_embedders,
     collect_verbs,
@@ -163,6 +164,7 @@ def build_runtime(project: Path, config: KhiveConfig, env: Mapping[str, str], *,
                   packs: Sequence[str] | None = None, extra_plugins: Iterable[object] = (),
                   audit: AuditStore | None = None) -> Runtime:
     pm, infos = build_plugin_manager(packs if packs is not None else config.packs, extra_plugins)
+    check_pack_config(pm, config.connections)  # a pack's block with a mistake stops the start, naming the field
     state_dir = inside(project, STATE_DIR)  # .khive/ linked out of the project would take state and audit with it
     schema_status = apply_schema_plans(pm, state_dir / "state.sqlite")
     gate = Gate(tuple(Rule(**rule.model_dump()) for rule in config.auth.rules), default=config.auth.default)

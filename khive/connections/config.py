@@ -76,7 +76,7 @@ class ConnectionConfig(BaseModel):
     allowPrivilegedRole: bool = Field(default=False,
                                       description="let agents' SQL run although the role is a superuser or may "
                                                   "read server files or run programs (not recommended)")
-    # the historic_sql pack's block, validated by that pack (the core does not know its shape)
+    # the historic_sql pack's block: validated by that pack when the runtime is built (khive_config_sections)
     historicSql: dict[str, Any] | None = None
 
     @field_validator("url")

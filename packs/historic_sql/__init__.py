@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from khive import __version__
-from khive.hookspecs import OverviewPart, PackInfo, WarmTask, hookimpl
+from khive.hookspecs import ConfigSection, OverviewPart, PackInfo, WarmTask, hookimpl
 from khive.verbs import Verb
 
 if TYPE_CHECKING:
@@ -49,6 +49,13 @@ def _load_parser(drivers: Sequence[str]) -> None:
 
     for driver in drivers:
         Normalizer(DIALECTS[driver]).normalize("SELECT 1 FROM t WHERE a = 1")  # builds the dialect's tables
+
+
+@hookimpl
+def khive_config_sections() -> Sequence[ConfigSection]:
+    from packs.historic_sql.config import connection_settings
+
+    return [ConfigSection("historicSql", connection_settings)]
 
 
 @hookimpl
