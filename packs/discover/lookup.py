@@ -126,7 +126,7 @@ def documents(index: RetrievalIndex, root: dict[str, Any], groups: dict[str, lis
     return sorted(out.values(), key=lambda d: (d["why"], d["docId"]))[:DOCUMENTS_MAX]
 
 
-def usage(project_files: Any, root: dict[str, Any]) -> dict[str, Any] | None:
+def usage(project_files: FileStore, root: dict[str, Any]) -> dict[str, Any] | None:
     """historic_sql's ``usage`` of a table (its ``_schema`` shard entry) or an SL source (its YAML)."""
     kind, meta = root["kind"], root["metadata"]
     if kind not in ("table", "column", "sl_source"):
