@@ -62,7 +62,7 @@ def serve_handler(args: argparse.Namespace) -> int:
     import uvicorn
 
     from khive.bootstrap import locate_project, open_runtime
-    from khive.cli import EXIT_USAGE, _is_loopback
+    from khive.cli.app import EXIT_USAGE, _is_loopback
     from khive.site.server import site_app
 
     if not _is_loopback(args.host):

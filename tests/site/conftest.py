@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 from sitecheck import Demo
 
-from khive.demo.run import run_demo
+from khive.cli.demo.run import run_demo
 
 
 @pytest.fixture(scope="session")

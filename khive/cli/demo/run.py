@@ -23,12 +23,12 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from khive.bootstrap import open_runtime, operator_principal
+from khive.cli.demo import showcase
+from khive.cli.demo.pages import write_ops
+from khive.cli.demo.querylog import write_log
+from khive.cli.demo.suite import write_suite
+from khive.cli.demo.warehouse import build_warehouse
 from khive.context import CLI, Context
-from khive.demo import showcase
-from khive.demo.pages import write_ops
-from khive.demo.querylog import write_log
-from khive.demo.suite import write_suite
-from khive.demo.warehouse import build_warehouse
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.errors import ConfigError
