@@ -3,6 +3,7 @@
     .venv/bin/python bench/retrieval.py                  # prints ONE JSON line (both parts, both variants)
     .venv/bin/python bench/retrieval.py --tuning-only --misses   # while tuning: no held-out figures at all
     .venv/bin/python bench/retrieval.py --skip-defog     # only the pooled dev warehouse
+    .venv/bin/python bench/retrieval.py --skip-defog --dump rankings.json   # every question's ranking, by part
 
 **Pooled dev** (``bench/devwarehouse.py``): every sample schema of ../shared/data in one DuckDB file, one
 schema per database (306 tables), keys declared, no rows; once without comments and once with them. A khive
