@@ -3,6 +3,7 @@
     .venv/bin/python bench/retrieval.py                  # prints ONE JSON line (both parts, both variants)
     .venv/bin/python bench/retrieval.py --tuning-only --misses   # while tuning: no held-out figures at all
     .venv/bin/python bench/retrieval.py --skip-defog     # only the pooled dev warehouse
+    .venv/bin/python bench/retrieval.py --skip-defog --dump rankings.json   # every question's ranking, by part
 
 **Pooled dev** (``bench/devwarehouse.py``): every sample schema of ../shared/data in one DuckDB file, one
 schema per database (306 tables), keys declared, no rows; once without comments and once with them. A khive
@@ -219,7 +220,13 @@ def parts_of(cases: list[dict[str, Any]], tuning_only: bool) -> dict[str, Callab
     return parts
 
 
-def pooled(tuning_only: bool, misses: bool) -> dict[str, Any]:
+def part_of(case: dict[str, Any]) -> str:
+    if case["id"].startswith("defog-"):
+        return "defog"
+    return "written_heldout" if held_out(case["id"]) else "written_tuning"
+
+
+def pooled(tuning_only: bool, misses: bool, dump: Path | None = None) -> dict[str, Any]:
     builds = devwarehouse.warehouses()
     cases = written_questions(builds["plain"][0]) + defog_questions(DATABASES)
     if tuning_only:
@@ -243,6 +250,11 @@ def pooled(tuning_only: bool, misses: bool) -> dict[str, Any]:
                                  if not held_out(c["id"]) or c["id"].startswith("defog-")
                                  if not any(g <= set(r[:3]) for g in c["gold"])]
         out[variant] = figures
+        if dump is not None:  # every ranking, for reading failures by category after the run
+            rows = [{"id": c["id"], "part": part_of(c), "q": c["question"], "gold": [sorted(g) for g in c["gold"]],
+                     "ours": r, "bm25": p[:10]} for r, p, c in zip(ranked, plain, cases, strict=True)]
+            dumped = json.loads(dump.read_text()) if dump.exists() else {}
+            dump.write_text(json.dumps({**dumped, variant: rows}, indent=1))
     return out
 
 
@@ -321,10 +333,11 @@ def main() -> None:
     parser.add_argument("--skip-defog", action="store_true", help="only the pooled dev warehouse")
     parser.add_argument("--skip-pooled", action="store_true", help="only defog")
     parser.add_argument("--misses", action="store_true", help="also list tuning questions missed at 3")
+    parser.add_argument("--dump", type=Path, help="write every question's ranking (both variants) to this JSON file")
     args = parser.parse_args()
     figures: dict[str, Any] = {"bench": "retrieval"}
     if not args.skip_pooled:
-        figures["pooled_dev"] = pooled(args.tuning_only, args.misses)
+        figures["pooled_dev"] = pooled(args.tuning_only, args.misses, args.dump)
     if not args.skip_defog:
         figures["defog"] = defog(DATABASES, args.misses)
     print(json.dumps(figures))

@@ -241,8 +241,16 @@ def _synonyms() -> dict[str, tuple[str, ...]]:
     return {k: tuple(dict.fromkeys(v)) for k, v in out.items()}
 
 
+@lru_cache(maxsize=65536)
 def synonyms(word: str) -> tuple[str, ...]:
-    return _synonyms().get(key(word), ())
+    """The words of ``word``'s synonym group; a verb reaches the group of the noun derived from it
+    ("who teaches" -> teacher -> instructor, "manages" -> manager -> supervisor)."""
+    table, base = _synonyms(), key(word)
+    found = table.get(base)
+    if found is not None:
+        return found
+    nouns = [k for k in table if derived(base, k)]
+    return tuple(dict.fromkeys(w for k in nouns for w in (k, *table[k])))
 
 
 def _skeleton(word: str) -> str:

@@ -7,6 +7,9 @@ once per index generation from the index's table and column documents.
   which column; ``df`` counts the tables holding a key anywhere, for its rarity.
 * Partitions and empty copies (``payment_p2007_01`` beside ``payment``, same columns) are folded into the
   table they copy: they add nothing a question could need that the parent lacks.
+* ``phrases`` maps two words written together in one column name (``BillingCountry``, ``unit_price``,
+  ``cs_ext_discount_amt``) to the tables holding such a column: a question naming both words together
+  names that column more surely than either word alone does.
 * Tables are grouped into routing units: a schema of a connection, merged with every schema it shares a
   foreign key with (a warehouse whose sales schema references its person schema is one unit).
 """
@@ -18,11 +21,12 @@ import re
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from khive.index.morph import identifier_words, key, segment, split_identifier
+from khive.index.morph import ABBREVIATIONS, identifier_words, key, segment, split_identifier
 from packs.discover.text import STOPWORDS, split_words
 
 if TYPE_CHECKING:
@@ -80,6 +84,7 @@ class Lexicon:
     part_counts: np.ndarray[Any, Any] = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
     connection_of: np.ndarray[Any, Any] = field(default_factory=lambda: np.zeros(0, dtype=object))
     by_initial: dict[str, tuple[str, ...]] = field(default_factory=dict)  # first letter -> tokens
+    phrases: dict[tuple[str, str], Posting] = field(default_factory=dict)  # sorted key pair -> tables, columns
     forms: dict[str, tuple[tuple[str, float], ...]] = field(default_factory=dict)  # memo of forms.py
 
     def idf(self, count: int) -> float:
@@ -104,6 +109,23 @@ def name_parts(name: str) -> frozenset[str]:
     for piece in split_identifier(name):
         parts.extend(segment(piece) if piece.isalpha() else (piece,))
     return frozenset(key(p) for p in parts if not p.isdigit()) or frozenset({key(name)})
+
+
+def word_slots(identifier: str) -> list[frozenset[str]]:
+    """The identifier's words in order, each as the keys it may stand for: ``cs_ext_discount_amt`` ->
+    {c}, {ext, extended}, {discount}, {amt, amount}; lower-case runs are segmented first."""
+    slots: list[frozenset[str]] = []
+    for piece in split_identifier(identifier):
+        for part in segment(piece) if piece.isalpha() else (piece,):
+            expansions = [w for w in ABBREVIATIONS.get(part, ()) if len(ABBREVIATIONS[part]) == 1]
+            slots.append(frozenset(key(w) for w in (part, *expansions)))
+    return slots
+
+
+def phrase_pairs(identifier: str) -> set[tuple[str, str]]:
+    """Every (sorted) pair of keys of two adjacent words of the identifier."""
+    slots = word_slots(identifier)
+    return {(min(a, b), max(a, b)) for left, right in pairwise(slots) for a in left for b in right if a != b}
 
 
 def note_keys(text: str) -> set[str]:
@@ -133,6 +155,7 @@ def build(index: RetrievalIndex) -> Lexicon:
             column_notes[doc_id] = text
     folded = _fold_copies(tables, {row[0]: row[7] for row in table_rows if row[7]})
     postings: dict[str, dict[str, tuple[float, str | None]]] = {}
+    phrases: dict[tuple[str, str], dict[str, str]] = {}  # key pair -> table id -> its first such column
     tokens: set[str] = set()
 
     def post(words: Iterable[str], table_id: str, where: float, column: str | None) -> None:
@@ -148,6 +171,8 @@ def build(index: RetrievalIndex) -> Lexicon:
         post(table.name_keys, table.doc_id, WHERE_NAME, None)
         for column_id, column in table.columns.items():
             tokens.update(split_identifier(column))
+            for pair in phrase_pairs(column):
+                phrases.setdefault(pair, {}).setdefault(table.doc_id, column_id)
             post({key(w) for w in identifier_words(column)}, table.doc_id, WHERE_COLUMN, column_id)
             if column_id in column_notes:
                 post(note_keys(column_notes[column_id]), table.doc_id, WHERE_COLUMN_NOTE, column_id)
@@ -186,6 +211,12 @@ def build(index: RetrievalIndex) -> Lexicon:
                        dtype=np.float32),
             np.fromiter((column_numbers[c] if c else -1 for _w, c in entry.values()), dtype=np.int32,
                         count=len(entry)))
+    phrase_arrays = {
+        pair: Posting(np.fromiter((numbers[t] for t in entry), dtype=np.int32, count=len(entry)),
+                      np.full(len(entry), WHERE_COLUMN, dtype=np.float32),
+                      np.full(len(entry), ROUTE_WHERE[WHERE_COLUMN], dtype=np.float32),
+                      np.fromiter((column_numbers[c] for c in entry.values()), dtype=np.int32, count=len(entry)))
+        for pair, entry in phrases.items()}
     part_tables: dict[str, list[int]] = {}
     for table_id, table in tables.items():
         for part in table.name_parts:
@@ -202,7 +233,7 @@ def build(index: RetrievalIndex) -> Lexicon:
         name_part_tables={part: np.asarray(found, dtype=np.int32) for part, found in part_tables.items()},
         part_counts=np.asarray([len(t.name_parts) for t in tables.values()], dtype=np.float32),
         connection_of=np.asarray([t.connection for t in tables.values()], dtype=object),
-        by_initial={letter: tuple(found) for letter, found in initials.items()})
+        by_initial={letter: tuple(found) for letter, found in initials.items()}, phrases=phrase_arrays)
 
 
 def _fold_copies(tables: dict[str, Table], declared: dict[str, Any]) -> dict[str, str]:

@@ -23,7 +23,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -54,6 +55,8 @@ KEEP = 150  # tables scored past the lexical step (the rest cannot reach a resul
 MAX_ROUTED = 3  # at most this many units get the structure rules
 GREEDY = 4  # how many of a unit's tables are ordered by what they add to the ones before them
 POPULATED = 0.02  # first ranks: a table known to hold rows beats an empty one that ties with it
+UNIT_SLOTS = 8  # a unit's best this many tables keep their routing bonus (as many as SMALL_UNIT fills whole)
+PHRASE = 0.85  # two adjacent question words written together in one column name: above a column word (0.7)
 
 
 @dataclass
@@ -118,6 +121,7 @@ def score_tables(terms: Sequence[Term], weights: list[float], lexicon: Lexicon,
                 columns[i, posting.tables[better]] = posting.columns[better]
             # as routing evidence a form counts squared: a synonym of a name is a hint, not a name
             np.maximum.at(evidence[i], posting.tables, weight * weight * posting.evidence)
+    _phrases(terms, weights, lexicon, strengths, columns)
     named = np.zeros(n_tables, dtype=np.float32)
     for form in {form for term in terms for form in term.forms}:
         holders = lexicon.name_part_tables.get(form)
@@ -142,6 +146,28 @@ def score_tables(terms: Sequence[Term], weights: list[float], lexicon: Lexicon,
             [lexicon.column_ids[c] if c >= 0 else None for c in columns[:, number].tolist()],
             evidence[:, number].tolist(), float(coverage[number]))
     return scored
+
+
+def _phrases(terms: Sequence[Term], weights: list[float], lexicon: Lexicon, strengths: np.ndarray[Any, Any],
+             columns: np.ndarray[Any, Any]) -> None:
+    """Two adjacent terms that are two adjacent words of one identifier ("billing country" ~
+    ``BillingCountry``, "unit price" ~ ``UnitPrice``) match it more strongly than either word alone would.
+    Ranking only: as routing evidence a phrase stays a column match (generic pairs such as "order number"
+    or "current month" sit in many schemas), and words that say what to compute form no phrase."""
+    for i, j in pairwise(range(len(terms))):
+        if not (weights[i] and weights[j]) or {terms[i].word, terms[j].word} & OPERATION_WORDS:
+            continue
+        for a, wa in terms[i].forms.items():
+            for b, wb in terms[j].forms.items():
+                posting = lexicon.phrases.get((min(a, b), max(a, b)))
+                if posting is None or a == b:
+                    continue
+                found = np.full(len(posting.tables), PHRASE * wa * wb, dtype=np.float32)
+                for row in (i, j):
+                    better = found > strengths[row, posting.tables]
+                    if better.any():
+                        strengths[row, posting.tables[better]] = found[better]
+                        columns[row, posting.tables[better]] = posting.columns[better]
 
 
 def route(terms: Sequence[Term], weights: list[float], lexicon: Lexicon, scored: dict[str, Scored]
@@ -255,6 +281,18 @@ def structure(index: RetrievalIndex, lexicon: Lexicon, scored: dict[str, Scored]
                     entry.reached = "fill"
 
 
+def _share_slots(scored: dict[str, Scored]) -> None:
+    """Past its UNIT_SLOTS best tables a unit's tables lose their routing bonus: the list's remaining slots
+    go to the best tables of the units routed almost as well, so a question routed to the wrong one of two
+    schemas that share vocabulary (customers, orders, sales) still finds its tables lower down."""
+    by_unit: dict[int, list[Scored]] = {}
+    for entry in sorted(scored.values(), key=lambda e: (-e.score, e.table.doc_id)):
+        by_unit.setdefault(entry.table.unit, []).append(entry)
+    for members in by_unit.values():
+        for entry in members[UNIT_SLOTS:]:
+            entry.structure["slots"] = -(entry.route + entry.structure.get("lead", 0.0))
+
+
 def _complementary(a: Scored, b: Scored) -> bool:
     """Two tables answer different parts of the question (neither's matched terms contain the other's)."""
     ma, mb = a.matched(), b.matched()
@@ -299,6 +337,7 @@ def apply(index: RetrievalIndex, lexicon: Lexicon, found: dict[str, Candidate], 
     for entry in scored.values():
         if entry.table.rows:
             entry.structure["populated"] = POPULATED
+    _share_slots(scored)
     best = sorted(scored.values(), key=lambda e: (-e.score, e.table.doc_id))[:depth]
     columns: dict[str, tuple[Scored, float]] = {}
     for entry in best:
