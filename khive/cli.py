@@ -477,7 +477,7 @@ def _audit(args: argparse.Namespace) -> int:
     table = Table("time", "principal", "transport", "verb", "decision", "outcome", "µs", "reason")
     for event in events:
         table.add_row(event["ts"][:19], event["principal"], event["transport"], event["verb"],
-                      event["decision"], event["outcome"], str(event["duration_us"]), event["reason"][:60])
+                      event["decision"], event["outcome"], str(event["durationUs"]), event["reason"][:60])
     Console().print(table)
     return EXIT_OK
 

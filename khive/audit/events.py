@@ -53,22 +53,23 @@ class AuditEvent:
     client: str = ""  # the MCP client's self-declared name: information only, never an identity (ADR 0032)
 
     def to_dict(self) -> dict[str, Any]:
+        """The event as ``audit.query`` and ``khive audit --json`` show it (camelCase keys, ADR 0039)."""
         return {
             "ts": self.ts.isoformat(),
-            "request_id": self.request_id,
-            "op_index": self.op_index,
+            "requestId": self.request_id,
+            "opIndex": self.op_index,
             "principal": self.principal,
             "transport": self.transport,
             "user": self.user,
             "verb": self.verb,
-            "args_digest": self.args_digest,
+            "argsDigest": self.args_digest,
             "args": self.args_redacted,
             "decision": self.decision,
             "reason": self.reason,
             "outcome": self.outcome,
-            "duration_us": self.duration_us,
-            "write_keys": list(self.write_keys),
-            "op_id": self.op_id,
+            "durationUs": self.duration_us,
+            "writeKeys": list(self.write_keys),
+            "opId": self.op_id,
             "process": self.process.to_dict() if self.process else None,
             "client": self.client,
         }

@@ -267,7 +267,7 @@ def write(params: WriteParams, ctx: Context) -> dict[str, Any]:
     result = files.update(path, update, author=ctx.principal, message=f"sl: write {path}")
     ctx.runtime.index.refresh()
     return {"name": name, "connectionId": params.connection, "path": path, "created": not existed[0],
-            "changed": result.changed, "sha256": result.sha256, "commit_error": result.commit_error}
+            "changed": result.changed, "sha256": result.sha256, "commitError": result.commit_error}
 
 
 def validate(params: WriteParams, ctx: Context) -> dict[str, Any]:

@@ -80,7 +80,7 @@ def test_a_request_that_does_not_parse_is_audited_without_its_text(daemon: Daemo
                                                  presentation="agent", principal="agent:raw", transport="mcp-http",
                                                  user="t"))
         assert frames.recv_frame(sock)["code"] == "parse-error"
-    [event] = [e for e in audit(project, daemon.env) if e["request_id"] == "unparsed-1"]
+    [event] = [e for e in audit(project, daemon.env) if e["requestId"] == "unparsed-1"]
     assert (event["verb"], event["outcome"], event["principal"], event["transport"]) == (
         "(parse)", "parse-error", "agent:raw", "mcp-http")
     assert event["process"]["pid"] == status["pid"]

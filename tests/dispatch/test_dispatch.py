@@ -185,9 +185,9 @@ async def test_help_returns_schema_visibility_and_write_key_rule(run: Any) -> No
     envelope = await run("t.write(help=true)")
     result = envelope["results"][0]["result"]
     assert result["visibility"] == "public"
-    assert result["write_keys"] == "test:<key>"
+    assert result["writeKeys"] == "test:<key>"
     assert result["params"]["required"] == ["key"]
-    assert result["read_only"] is False
+    assert result["readOnly"] is False
 
 
 async def test_progress_reaches_the_sink(runtime: Any) -> None:
