@@ -17,6 +17,7 @@ from khive.index.documents import words
 from khive.limits import OptionalQueryText, QueryText, capped, check
 from khive.project.yamldoc import YamlLimitError, plain, safe_yaml
 from khive.verbs import Params, Verb, Visibility
+from packs.sl import results
 from packs.sl.bootstrap import bootstrap_connection
 from packs.sl.dictionary import dictionary_search
 from packs.sl.index import (
@@ -307,15 +308,17 @@ def bootstrap(params: BootstrapParams, ctx: Context) -> dict[str, Any]:
 
 
 VERBS = (
-    Verb("sl.list", ListParams, list_sources_verb, list_sources_verb.__doc__ or ""),
-    Verb("sl.search", SearchParams, search, search.__doc__ or ""),
-    Verb("sl.read", ReadParams, read, read.__doc__ or ""),
+    Verb("sl.list", ListParams, list_sources_verb, list_sources_verb.__doc__ or "", result=results.ListResult),
+    Verb("sl.search", SearchParams, search, search.__doc__ or "", result=results.SearchResult),
+    Verb("sl.read", ReadParams, read, read.__doc__ or "", result=results.ReadResult),
     Verb("sl.write", WriteParams, write, write.__doc__ or "", write_keys=_write_keys,
-         write_key_rule="sl:<connection>/<name>", read_only=False),
-    Verb("sl.validate", WriteParams, validate, validate.__doc__ or ""),
-    Verb("sl.dictionary_search", DictionaryParams, dictionary, dictionary.__doc__ or ""),
+         write_key_rule="sl:<connection>/<name>", read_only=False, result=results.WriteResult),
+    Verb("sl.validate", WriteParams, validate, validate.__doc__ or "", result=results.ValidateResult),
+    Verb("sl.dictionary_search", DictionaryParams, dictionary, dictionary.__doc__ or "",
+         result=results.DictionaryResult),
     Verb("sl.bootstrap", BootstrapParams, bootstrap, bootstrap.__doc__ or "", visibility=Visibility.OPERATOR,
-         write_keys=lambda p: [f"sl:{p.connection}/*"], write_key_rule="sl:<connection>/*", read_only=False),
+         write_keys=lambda p: [f"sl:{p.connection}/*"], write_key_rule="sl:<connection>/*", read_only=False,
+         result=results.BootstrapResult),
     *_optional_verbs("packs.sl.compile_verbs", "COMPILE_VERBS"),
     *_optional_verbs("packs.sl.dbt_verbs", "DBT_VERBS"),
 )
