@@ -148,7 +148,7 @@ def _parser() -> argparse.ArgumentParser:
     audit = commands.add_parser("audit", help="read the audit trail")
     audit.add_argument("--verb")
     audit.add_argument("--principal")
-    audit.add_argument("--outcome", help="ok, an error code, aborted, interrupted, running, parse-error")
+    audit.add_argument("--outcome", help="ok, an error code, aborted, interrupted, running, parse_error")
     audit.add_argument("--request-id")
     audit.add_argument("--since", type=datetime.fromisoformat)
     audit.add_argument("--until", type=datetime.fromisoformat)

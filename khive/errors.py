@@ -1,7 +1,7 @@
 """One exception root for khive; every error carries a stable machine-readable ``code``.
 
     KhiveError (code)
-    ├── DslSyntaxError          parse-error: line, column, excerpt with caret, reason (lone-surrogate,
+    ├── DslSyntaxError          parse_error: line, column, excerpt with caret, reason (lone-surrogate,
     │                           number-out-of-range, ... see docs/dsl.md)
     ├── ConfigError             config_error: file, line, fix
     ├── PackLoadError           pack_load_error: unknown pack, missing requirement
@@ -35,6 +35,15 @@ from __future__ import annotations
 
 from typing import Any
 
+# Codes renamed to the one spelling (lower_snake), old spelling -> current. Audit trails written before a
+# rename keep the old spelling; audit queries match both (ADR 0039).
+LEGACY_CODES = {"parse-error": "parse_error"}
+
+
+def spellings(code: str) -> tuple[str, ...]:
+    """``code`` and every older spelling of it, for matching records written before a rename."""
+    return (code, *(old for old, new in LEGACY_CODES.items() if new == code))
+
 
 class KhiveError(Exception):
     code: str = "khive_error"
@@ -53,7 +62,7 @@ class KhiveError(Exception):
 class DslSyntaxError(KhiveError):
     """A request text that is not valid DSL (or JSON form). Never raised for a valid request."""
 
-    code = "parse-error"
+    code = "parse_error"
 
     def __init__(self, message: str, *, reason: str, line: int, column: int, excerpt: str, hint: str = ""):
         details = {"reason": reason, "line": line, "column": column, "excerpt": excerpt}

@@ -86,9 +86,10 @@ class UsageSummary(Result):
 
     narrative: str | None = Field(default=None, examples=["Orders are counted per month and region."])
     frequency_tier: str | None = Field(default=None, examples=["hot"])
-    common_filters: list[str] = Field(default_factory=list, examples=[["orders.status = 'paid'"]])
-    common_group_bys: list[str] = Field(default_factory=list, examples=[["orders.region"]])
-    common_joins: list[CommonJoin | str] = Field(default_factory=list)
+    # null when the file it was read from lacks the key (a hand-edited shard or source)
+    common_filters: list[str] | None = Field(default_factory=list, examples=[["orders.status = 'paid'"]])
+    common_group_bys: list[str] | None = Field(default_factory=list, examples=[["orders.region"]])
+    common_joins: list[CommonJoin | str] | None = Field(default_factory=list)
     stale_since: str | None = None
 
 
@@ -118,6 +119,26 @@ class SavedFile(Result):
     rows: int = Field(examples=[1200])
     bytes: int = Field(examples=[48213])
     sha256: str = Field(examples=["01149c76...599b"])
+
+
+class TokenCounts(Result):
+    total: int = Field(examples=[1830])
+    budget: int = Field(examples=[2000])
+    core: int = Field(examples=[410])
+    sections: Counts = Field(examples=[{"evidenceExcerpts": 900, "summaries": 300}],
+                             description="section to what it costs")
+
+
+class BudgetReport(Result):
+    """What ``budget_tokens=`` kept and dropped (``khive/budget.py``): sections shed in ``order``."""
+
+    budget_tokens: int = Field(examples=[2000])
+    tokens: TokenCounts
+    fits: bool
+    order: list[str] = Field(examples=[["evidenceExcerpts", "related", "neighbours", "summaries"]])
+    kept: list[str] = Field(examples=[["summaries"]])
+    dropped: list[str] = Field(examples=[["evidenceExcerpts"]])
+    token_method: str = Field(examples=["approximate"])
 
 
 class ResultCheck(StrEnum):

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from khive.audit.process import ProcessId
+from khive.errors import LEGACY_CODES
 from khive.redact import BUILTIN, SECRET_NAME, Redactor, marker
 
 MASK = marker(SECRET_NAME)  # what a value under a secret-named key becomes
@@ -66,7 +67,7 @@ class AuditEvent:
             "args": self.args_redacted,
             "decision": self.decision,
             "reason": self.reason,
-            "outcome": self.outcome,
+            "outcome": LEGACY_CODES.get(self.outcome, self.outcome),  # one spelling, whenever it was written
             "durationUs": self.duration_us,
             "writeKeys": list(self.write_keys),
             "opId": self.op_id,
@@ -132,8 +133,8 @@ def parse_error_event(*, ts: datetime, text: str, reason: str, line: int, column
                       verb=PARSE_VERB, args_digest=digest,
                       args_redacted={"text_sha256": digest, "text_chars": len(text), "reason": reason,
                                      "line": line, "column": column},
-                      decision="not-evaluated", reason=f"parse-error: {reason} at line {line}, column {column}",
-                      outcome="parse-error", duration_us=0, user=user, op_id=new_op_id(), process=process,
+                      decision="not-evaluated", reason=f"parse_error: {reason} at line {line}, column {column}",
+                      outcome="parse_error", duration_us=0, user=user, op_id=new_op_id(), process=process,
                       client=client)
 
 

@@ -48,7 +48,7 @@ class AuditQueryParams(Params):
     verb: str | None = Field(default=None, description="verb glob, e.g. wiki.*")
     principal: str | None = Field(default=None, description="principal glob")
     outcome: str | None = Field(default=None, description="ok, an error code, aborted, interrupted, running, "
-                                                          "parse-error")
+                                                          "parse_error")
     since: datetime | None = Field(default=None, description="ISO time, inclusive")
     until: datetime | None = Field(default=None, description="ISO time, exclusive")
     request_id: str | None = None

@@ -306,7 +306,7 @@ def test_runtime_writes_its_audit_to_postgres(pg_database: str, tmp_path: Path) 
             assert isinstance(runtime.audit, PostgresAuditStore)
             envelope = await dispatch(parse('[ping(echo="hi"), ping(echo={"token": "tok-1"})]'),
                                       Context(runtime, "agent:tester", CLI))
-            return envelope, await runtime.audit.query(AuditQuery(request_id=envelope["request_id"]))
+            return envelope, await runtime.audit.query(AuditQuery(request_id=envelope["requestId"]))
         finally:
             await runtime.aclose()
 
@@ -318,8 +318,8 @@ def test_runtime_writes_its_audit_to_postgres(pg_database: str, tmp_path: Path) 
     with psycopg.connect(pg_database) as conn:
         rows = conn.execute("SELECT request_id, op_index, kind, args_redacted FROM team_audit ORDER BY id").fetchall()
     # write-ahead: both starts in one transaction before either op ran, then one outcome row per op
-    assert rows[:2] == [(envelope["request_id"], 0, "start", {"echo": "hi"}),
-                        (envelope["request_id"], 1, "start", {"echo": {"token": MASK}})]
+    assert rows[:2] == [(envelope["requestId"], 0, "start", {"echo": "hi"}),
+                        (envelope["requestId"], 1, "start", {"echo": {"token": MASK}})]
     assert sorted(row[1:3] for row in rows[2:]) == [(0, "outcome"), (1, "outcome")]
 
 

@@ -47,7 +47,7 @@ def test_a_request_that_does_not_parse_is_audited_without_its_text(project: Path
     text = "sql.execute(connection=wh, sql=SELECT card_number FROM payments)"
     bad = khive("request", text, "--request-id", "cli-unparsed", cwd=project)
     assert bad.returncode == 2
-    listed = khive("audit", "--json", "--outcome", "parse-error", cwd=project)
+    listed = khive("audit", "--json", "--outcome", "parse_error", cwd=project)
     [event] = [json.loads(line) for line in listed.stdout.splitlines()]
     assert (event["requestId"], event["verb"], event["transport"]) == ("cli-unparsed", "(parse)", "cli")
     assert event["principal"].startswith("operator:") and event["args"]["text_chars"] == len(text)

@@ -155,5 +155,5 @@ async def test_over_mcp_a_refused_operator_verb_and_a_parse_error_are_audited(da
     assert [(e["requestId"], e["verb"], e["outcome"], e["transport"], e["principal"], e["client"]) for e in mine] == [
         ("op-1", "audit.query", "permission_denied", "mcp-stdio", me, "agent-x"),
         ("op-1", "d.write", "interrupted", "mcp-stdio", me, "agent-x"),
-        ("p-1", "(parse)", "parse-error", "mcp-stdio", me, "agent-x")]
+        ("p-1", "(parse)", "parse_error", "mcp-stdio", me, "agent-x")]
     assert "secret-key-123" not in json.dumps(mine)

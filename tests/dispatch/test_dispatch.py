@@ -21,13 +21,13 @@ async def test_single_envelope_shape(run: Any) -> None:
         "results": [{"ok": True, "verb": "t.echo", "result": {"x": 1, "y": "a", "principal": "operator:tester"}}],
         "summary": {"total": 1, "succeeded": 1, "failed": 0, "aborted": 0},
         "status": "success",
-        "request_id": "req-1",
+        "requestId": "req-1",
     }
 
 
 async def test_request_id_generated_when_absent(run: Any) -> None:
     first, second = await run("ping()"), await run("ping()")
-    assert first["request_id"] and first["request_id"] != second["request_id"]
+    assert first["requestId"] and first["requestId"] != second["requestId"]
 
 
 async def test_parallel_results_in_input_order_and_failure_isolated(run: Any) -> None:
