@@ -28,7 +28,7 @@ from khive.dsl.nodes import Request
 from khive.errors import OpError, ResultTooDeep
 from khive.guard import within_depth
 from khive.present import present
-from khive.results import check_result
+from khive.results import HelpResult, check_result
 from khive.threads import run_blocking
 from khive.values import jsonable
 from khive.verbs import Verb
@@ -51,7 +51,7 @@ class Finished:
 async def run_op(verb: Verb, params: BaseModel | None, ctx: Context) -> Finished:
     """Run ``verb``'s handler (or its help, when ``params`` is None) by the threading rule."""
     if params is None:
-        return await run_blocking(lambda: finish(verb, verb.help(), ctx, declared=None))
+        return await run_blocking(lambda: finish(verb, verb.help(), ctx, declared=HelpResult))
     if not verb.runs_on_loop:
         return await run_blocking(_call_and_finish, verb, params, ctx)
     raw = await verb.handler(params, ctx)

@@ -141,6 +141,19 @@ class BudgetReport(Result):
     token_method: str = Field(examples=["approximate"])
 
 
+class HelpResult(Result):
+    """What ``any.verb(help=true)`` returns: the verb's declaration, its parameter and result schemas."""
+
+    verb: str = Field(examples=["wiki.search"])
+    pack: str = Field(examples=["wiki"])
+    doc: str = Field(examples=["Search pages: key, summary, score (0..1), snippet."])
+    visibility: Literal["public", "operator"] = Field(examples=["public"])
+    read_only: bool
+    write_keys: str = Field(examples=["none"], description="the write-key rule, none, or declared")
+    params: Record = Field(description="the JSON schema of the arguments")
+    result: Record | None = Field(description="the JSON schema of the result")
+
+
 class ResultCheck(StrEnum):
     KEYS = "keys"
     STRICT = "strict"

@@ -59,7 +59,7 @@ async def test_max_parallel_ops_bounds_a_batch_and_keeps_its_semantics(make_runt
     assert [r["verb"] for r in results] == ["t.slow", "t.fail", "t.write", "t.crash", "t.slow", "t.write", "t.echo",
                                            "t.slow"]
     assert [r["ok"] for r in results] == [True, False, True, False, True, False, True, True]
-    assert results[5]["error"]["details"]["claimed_by"] == {"index": 2, "verb": "t.write"}  # claims stay in order
+    assert results[5]["error"]["details"]["claimedBy"] == {"index": 2, "verb": "t.write"}  # claims stay in order
     assert results[6]["result"]["x"] == 7
     assert envelope["summary"] == {"total": 8, "succeeded": 5, "failed": 3, "aborted": 0}
 
@@ -144,7 +144,7 @@ async def test_write_conflict_in_batch(run: Any) -> None:
     assert [r["ok"] for r in results] == [True, True, False, True]
     error = results[2]["error"]
     assert error["code"] == "write_conflict"
-    assert error["details"]["claimed_by"] == {"index": 0, "verb": "t.write"}
+    assert error["details"]["claimedBy"] == {"index": 0, "verb": "t.write"}
     assert "test:a" in error["message"]
 
 

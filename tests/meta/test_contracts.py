@@ -9,8 +9,9 @@ import orjson
 import pytest
 
 from khive.envelope import envelope_schema
+from khive.errors import OpError
 from khive.plugins import build_plugin_manager, collect_verbs
-from khive.results import CAMEL_RE, adapter, example, result_schema
+from khive.results import CAMEL_RE, HelpResult, adapter, example, result_schema
 from khive.verbs import Verb
 
 
@@ -53,6 +54,12 @@ def test_the_documented_example_is_a_valid_result(name: str) -> None:
     adapter(declared).validate_json(orjson.dumps(example(declared)), strict=True)
 
 
-def test_envelope_keys_are_camel_case() -> None:
-    wrong = sorted({key for _, key in property_names(envelope_schema()) if not CAMEL_RE.match(key)})
+@pytest.mark.parametrize("schema", [envelope_schema(), result_schema(HelpResult)], ids=["envelope", "help"])
+def test_envelope_and_help_keys_are_camel_case(schema: dict[str, Any]) -> None:
+    wrong = sorted({key for _, key in property_names(schema) if not CAMEL_RE.match(key)})
     assert wrong == []
+
+
+def test_error_details_are_named_in_camel_case_on_the_wire() -> None:
+    error = OpError("x", code="statement_timeout", details={"timeout_s": 1, "gate_code": "ok", "sales.orders": 2})
+    assert error.to_dict()["details"] == {"timeoutS": 1, "gateCode": "ok", "sales.orders": 2}
