@@ -46,9 +46,10 @@ class Ref(Result):
     flags: list[str] | None = Field(default=None, examples=[None])
     reached: str | None = Field(default=None, examples=[None], description="pulled in by a relation of a better ref")
     explain: Explain | None = Field(default=None, description="explain=true")
-    confidence: Literal["low"] | None = Field(default=None, description="possiblyRelevant refs")
-    matched_terms: list[str] | None = Field(default=None, description="possiblyRelevant refs")
-    gap: str | None = Field(default=None, description="possiblyRelevant: a query word the top refs miss")
+    confidence: Literal["low"] | None = Field(default=None, examples=[None], description="possiblyRelevant refs")
+    matched_terms: list[str] | None = Field(default=None, examples=[None], description="possiblyRelevant refs")
+    gap: str | None = Field(default=None, examples=[None], description="possiblyRelevant: a query word the top "
+                                                                       "refs miss")
 
 
 class Coverage(Result):
@@ -172,8 +173,11 @@ class LookupResult(Result):
     entity: Entity
     usage: UsageSummary | None
     depth: int = Field(examples=[1])
-    neighbours: dict[str, list[Neighbour]] = Field(description="relation (fk, contains, sl_table, ...) to "
-                                                               "its neighbours")
+    neighbours: dict[str, list[Neighbour]] = Field(
+        examples=[{"fk": [{"id": "sales.customers", "docId": "table:shop/sales.customers", "kind": "table",
+                           "title": "sales.customers", "summary": "One row per customer.", "relation": "fk",
+                           "direction": "out", "distance": 1, "via": None, "confidence": 0.95}]}],
+        description="relation (fk, contains, sl_table, ...) to its neighbours")
     documents: list[Document]
     evidence: list[Evidence]
     budget: BudgetReport | None = None

@@ -114,7 +114,10 @@ class DictionaryResult(Result):
     query: str = Field(examples=["refunded"])
     hits: list[DictionaryHit]
     count: int = Field(examples=[1])
-    coverage: dict[str, Coverage] = Field(description="connection to what its latest scan profiled")
+    coverage: dict[str, Coverage] = Field(
+        examples=[{"warehouse": {"syncId": "20261201T093000Z", "from": "shards", "columns": 160, "profiled": 120,
+                                 "skipped": 4, "skippedReasons": {"sensitive-name": 4}, "notProfiled": 36}}],
+        description="connection to what its latest scan profiled")
     reasons: list[MissReason] | None = Field(default=None, description="only when nothing was found")
 
 

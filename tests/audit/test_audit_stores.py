@@ -355,3 +355,17 @@ def test_malformed_url_is_a_config_error_that_hides_the_url() -> None:
     with pytest.raises(ConfigError) as info:
         PostgresAuditStore("postgresql://khive:s3cret-pw@db/audit?no_such_option=1")
     assert "s3cret-pw" not in str(info.value)
+
+
+def test_a_renamed_code_is_found_and_shown_in_its_one_spelling(backend: Backend) -> None:
+    """ADR 0039: ``parse-error`` became ``parse_error``; a trail written before the rename still answers."""
+    old = event("old", verb="(parse)", outcome="parse-error")
+    new = event("new", verb="(parse)", outcome="parse_error", ts=T0 + timedelta(hours=1))
+
+    async def body(store: AuditStore) -> list[AuditEvent]:
+        await store.append([old, new, event("other", ts=T0 + timedelta(hours=2))])
+        return await store.query(AuditQuery(outcome="parse_error"))
+
+    found = backend.run(body)
+    assert [e.request_id for e in found] == ["new", "old"]
+    assert {e.to_dict()["outcome"] for e in found} == {"parse_error"}
