@@ -10,6 +10,7 @@ from khive import hookspecs
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "packs.md"
+TRACKED_TOP = {".ci", "bench", "docs", "grammar", "khive", "packs", "tests"}  # not .venv, caches
 
 
 def hooks() -> dict[str, inspect.Signature]:
@@ -31,3 +32,15 @@ def test_the_files_the_guide_points_to_exist() -> None:
     named |= {link.removeprefix("../") for link in re.findall(r"\]\((\.\./[\w/.]+)\)", text)}
     assert named and sorted(path for path in named if not (ROOT / path).exists()) == []
     assert "tests/packs/example/notes_pack.py" in named
+
+
+def test_the_readme_layout_lists_every_folder() -> None:
+    """Every top-level folder, and every folder of khive/ and packs/, has a line in the README's Layout."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Layout", 1)[1].split("```", 2)[1]
+    listed = {line.split()[0] for line in block.splitlines() if line.strip() and not line.startswith(" " * 6)}
+    folders = {f"{path.name}/" for path in ROOT.iterdir() if path.is_dir() and path.name in TRACKED_TOP}
+    folders |= {f"{path.name}/" for parent in ("khive", "packs") for path in (ROOT / parent).iterdir()
+                if path.is_dir() and (path / "__init__.py").exists()}
+    assert sorted(folders - listed) == [], "add a line per folder to the README's Layout section"
+
