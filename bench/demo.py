@@ -28,7 +28,7 @@ from pathlib import Path
 import anyio
 from rich.console import Console
 
-from khive.demo.run import run_demo
+from khive.cli.demo.run import run_demo
 
 GOAL_S = 30.0
 KHIVE = str(Path(sys.executable).parent / "khive")

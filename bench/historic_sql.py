@@ -33,7 +33,7 @@ Timed, in the same process and run, interleaved (bare, first, bare, second) beca
 
 Wall times on a shared machine move with its other load: ``bare_parse_cpu_s``, ``first_parse_cpu_s``
 (CPU the pool's workers spent) and the load averages at start and end tell a slow machine from a slow
-pipeline. ``--demo`` instead measures ingest on the generated demo warehouse (khive.demo), if present.
+pipeline. ``--demo`` instead measures ingest on the generated demo warehouse (khive.cli.demo), if present.
 """
 
 from __future__ import annotations
@@ -286,7 +286,7 @@ def demo() -> None:
 
     from rich.console import Console
 
-    from khive.demo.run import run_demo
+    from khive.cli.demo.run import run_demo
 
     with tempfile.TemporaryDirectory(prefix="khive-bench-hsql-demo-") as tmp:
         root = Path(tmp) / "demo"

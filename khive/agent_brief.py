@@ -10,13 +10,15 @@ counted and left to ``overview()``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from khive.agent_guide import SKILL_PATH
 from khive.budget import approx_tokens
 from khive.overview import collect_overview
-from khive.runtime import Runtime
 from khive.verbs import Visibility
+
+if TYPE_CHECKING:
+    from khive.services import Services
 
 BRIEF_TOKENS = 300
 SCHEMAS_NAMED = 6
@@ -81,12 +83,12 @@ def project_brief(overview: Mapping[str, Any], max_tokens: int = BRIEF_TOKENS) -
     return "\n".join(lines)
 
 
-def server_instructions(runtime: Runtime) -> str:
+def server_instructions(runtime: Services) -> str:
     """The MCP ``instructions``: how to call khive, then this project's brief."""
     return HOW_TO + "\n" + project_brief(collect_overview(runtime)) + "\n"
 
 
-def tool_description(runtime: Runtime, instructions: str | None = None) -> str:
+def tool_description(runtime: Services, instructions: str | None = None) -> str:
     """The ``request`` tool's description: the instructions plus every verb with its one-line doc."""
     lines = [instructions if instructions is not None else server_instructions(runtime), "Verbs:"]
     for entry in runtime.registry.catalogue():

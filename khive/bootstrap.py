@@ -7,7 +7,7 @@ this module before it knows whether it will build a Runtime at all.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +17,7 @@ from khive.project.locate import CONFIG_NAME, locate_project
 if TYPE_CHECKING:
     from khive.runtime import Runtime
 
-__all__ = ["locate_project", "open_runtime", "operator_principal"]
+__all__ = ["locate_project", "open_runtime", "operator_principal", "single_threaded_blas"]
 
 
 def open_runtime(project: Path, env: Mapping[str, str], extra_plugins: Iterable[object] = ()) -> Runtime:
@@ -37,3 +37,16 @@ def open_runtime(project: Path, env: Mapping[str, str], extra_plugins: Iterable[
     return build_runtime(project, config, env, packs=selected_from_env(env),
                          extra_plugins=[*extra_plugins, *plugins_from_env(env)])
 
+
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def single_threaded_blas(env: MutableMapping[str, str]) -> None:
+    """One BLAS thread unless the user chose otherwise; must run before numpy is imported.
+
+    khive's numpy work is one matrix-vector product per vector lane over at most a few hundred
+    thousand rows: threaded BLAS gains nothing there and, on a busy 2-core machine, costs up to 100x
+    (2,000 rows: 8 ms threaded, 0.07 ms single-threaded; docs/benchmarks.md).
+    """
+    for variable in BLAS_THREAD_VARIABLES:
+        env.setdefault(variable, "1")

@@ -7,30 +7,25 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from khive.progress import ProgressSink, discard_progress
+from khive.transports import CLI, MCP_HTTP, MCP_STDIO, PRESENTATIONS, WIRE_TRANSPORTS
 
 T = TypeVar("T")
 
 if TYPE_CHECKING:
-    from khive.runtime import Runtime
+    from khive.services import Sampler, Services
 
-# Transports. The two MCP ones form "the MCP wire", where operator verbs are blocked.
-CLI = "cli"
-MCP_STDIO = "mcp-stdio"
-MCP_HTTP = "mcp-http"
-WIRE_TRANSPORTS = frozenset({MCP_STDIO, MCP_HTTP})
-
-PRESENTATIONS = ("agent", "verbose", "human")
+__all__ = ["CLI", "MCP_HTTP", "MCP_STDIO", "PRESENTATIONS", "WIRE_TRANSPORTS", "Context"]
 
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    runtime: Runtime
+    runtime: Services  # the shared services (khive/services.py); khive.runtime.Runtime in production
     principal: str
     transport: str
     presentation: str = "agent"
     request_id: str = ""
     progress: ProgressSink = discard_progress
-    extra: dict[str, Any] | None = None  # transport-specific handles (e.g. the MCP session)
+    sampler: Sampler | None = None  # the MCP client's model, when the request came over MCP with a session
     user: str = ""  # whose user-scope knowledge applies; default: the principal's name
     client: str = ""  # what the MCP client calls itself: recorded in the audit, never used to authorise
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Literal
 
-from khive.context import WIRE_TRANSPORTS
+from khive.transports import WIRE_TRANSPORTS
 from khive.verbs import Verb, Visibility
 
 Effect = Literal["allow", "deny"]

@@ -12,9 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
+from khive.index.documents import EdgeRule, IndexSource
+
 if TYPE_CHECKING:
-    from khive.runtime import Runtime
+    from khive.services import Services
     from khive.verbs import Verb
+
+__all__ = ["ConfigSection", "EdgeRule", "EmbedderSpec", "IndexSource", "OverviewFacts", "OverviewPart", "PackInfo",
+           "SchemaPlan", "WarmTask", "hookimpl", "hookspec"]
 
 hookspec = pluggy.HookspecMarker("khive")
 hookimpl = pluggy.HookimplMarker("khive")
@@ -41,15 +46,6 @@ class EmbedderSpec:
     name: str
     dimensions: int
     factory: Callable[[], Any]
-
-
-@dataclass(frozen=True, slots=True)
-class EdgeRule:
-    """An allowed edge: ``relation`` from a document of ``from_kinds`` to one of ``to_kinds``."""
-
-    relation: str
-    from_kinds: frozenset[str]
-    to_kinds: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +76,19 @@ class OverviewPart:
     database (blocking, so callers run it in a worker thread)."""
 
     name: str
-    collect: Callable[[Runtime], OverviewFacts]
+    collect: Callable[[Services], OverviewFacts]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSection:
+    """A block of each connection in khive.yaml that a pack owns (``connections.<name>.<key>``).
+
+    ``check(connection, block)`` validates the block when the runtime is built, so a mistake stops the
+    start with a ConfigError naming the field and the fix, not the first run that reads it.
+    """
+
+    key: str
+    check: Callable[[str, Mapping[str, Any]], object]
 
 
 @hookspec
@@ -109,13 +117,18 @@ def khive_edge_rules() -> Sequence[EdgeRule]:  # type: ignore[empty-body]
 
 
 @hookspec
-def khive_index_sources(runtime: Runtime) -> Sequence[Any]:  # type: ignore[empty-body]
+def khive_index_sources(runtime: Services) -> Sequence[IndexSource]:  # type: ignore[empty-body]
     """Document sources this pack contributes to the shared retrieval index."""
 
 
 @hookspec
-def khive_warm(runtime: Runtime) -> Sequence[WarmTask]:  # type: ignore[empty-body]
+def khive_warm(runtime: Services) -> Sequence[WarmTask]:  # type: ignore[empty-body]
     """Work that makes the first request fast (open indexes, connections); run in the background."""
+
+
+@hookspec
+def khive_config_sections() -> Sequence[ConfigSection]:  # type: ignore[empty-body]
+    """Blocks of a connection in khive.yaml this pack owns, validated when the runtime is built."""
 
 
 @hookspec

@@ -1,4 +1,4 @@
-"""MCP sampling as a plain callable for verb handlers: ``ctx.extra["sample"]``.
+"""MCP sampling as a plain callable for verb handlers: ``ctx.sampler`` (khive.services.Sampler).
 
 The MCP server puts a ``Sampler`` into the context of every ``request`` call. A handler asks
 ``sampler.available`` (did the client declare the sampling capability?) and then
@@ -26,8 +26,6 @@ from typing import Any
 import mcp_types as types
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
-SAMPLE_KEY = "sample"
 
 
 class Sampler:

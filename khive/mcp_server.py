@@ -12,7 +12,6 @@ as in total (``khive.http_sessions``).
 
 from __future__ import annotations
 
-import hmac
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -28,15 +27,17 @@ from mcp.server.lowlevel import Server
 from khive import __version__
 from khive.agent_brief import server_instructions, tool_description
 from khive.audit.trail import audit_parse_error
+from khive.bearer import match_token
 from khive.context import MCP_HTTP, MCP_STDIO, PRESENTATIONS, Context
 from khive.dispatch import dispatch
+from khive.dsl.nodes import Request
 from khive.envelope import envelope_schema, is_failure
 from khive.errors import DslSyntaxError
 from khive.execution import parse_request
 from khive.failure import unexpected_failure
 from khive.http_sessions import TOKEN_SCOPE_KEY, SessionCap, token_id
 from khive.identity import agent_principal, client_label
-from khive.mcp_sampling import SAMPLE_KEY, Sampler
+from khive.mcp_sampling import Sampler
 from khive.runtime import Runtime
 from khive.textcheck import not_utf8
 
@@ -50,7 +51,9 @@ INVALID_PARAMS = -32602
 PRINCIPAL_SCOPE_KEY = "khive.principal"
 
 # Dispatch function: the local dispatcher, or a daemon forwarder with the same signature.
-Dispatcher = Callable[[str, Context], Awaitable[dict[str, Any]]]
+# (the request text, the request parsed once at the edge, context) -> envelope. The text travels on for
+# forwarding to the daemon and for the audit; nothing downstream parses it again.
+Dispatcher = Callable[[str, Request, Context], Awaitable[dict[str, Any]]]
 
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -72,20 +75,20 @@ def parse_error_data(exc: DslSyntaxError) -> dict[str, Any]:
             "column": exc.column, "excerpt": exc.excerpt, "hint": exc.hint}
 
 
-async def local_dispatch(text: str, ctx: Context) -> dict[str, Any]:
-    return await dispatch(await parse_request(text), ctx)
+async def local_dispatch(text: str, request: Request, ctx: Context) -> dict[str, Any]:
+    return await dispatch(request, ctx)
 
 
 def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: DaemonSettings,
                           note: Callable[[str], None] | None = None) -> Dispatcher:
-    """Forward each call through the warm daemon (``khive.client``); dispatch locally when it says so."""
+    """Forward each call through the warm daemon (``khive.daemon.client``); dispatch locally when it says so."""
     import anyio.from_thread
     import anyio.to_thread
 
-    from khive.client import Call, Forwarded, forward_or_spawn
+    from khive.daemon.client import Call, Forwarded, forward_or_spawn
 
-    async def dispatcher(text: str, ctx: Context) -> dict[str, Any]:
-        sampler: Any = (ctx.extra or {}).get(SAMPLE_KEY)
+    async def dispatcher(text: str, request: Request, ctx: Context) -> dict[str, Any]:
+        sampler = ctx.sampler
 
         def progress(done: float, total: float | None, message: str | None) -> None:
             async def report() -> None:
@@ -101,7 +104,6 @@ def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: Daemo
 
             return anyio.from_thread.run(ask)
 
-        request = await parse_request(text)
         call = Call(text, request, ctx.principal, ctx.transport, ctx.presentation, ctx.request_id, ctx.user,
                     sampler=sampler, on_sample=sample if sampler is not None else None, client=ctx.client)
 
@@ -111,7 +113,7 @@ def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: Daemo
             return outcome.envelope
         if note is not None:
             note(f"dispatching locally: {outcome.reason}")
-        return await local_dispatch(text, ctx)
+        return await local_dispatch(text, request, ctx)
 
     return dispatcher
 
@@ -150,10 +152,10 @@ def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,
 
         sampler = Sampler(ctx, params)  # MCP sampling for handlers that want the client's LLM
         request_ctx = Context(runtime, principal, transport, presentation=presentation,
-                              request_id=request_id, progress=progress, extra={"mcp": ctx, SAMPLE_KEY: sampler},
+                              request_id=request_id, progress=progress, sampler=sampler,
                               user=user, client=_client_name(ctx))
         try:
-            envelope = await dispatcher(text, request_ctx)
+            envelope = await dispatcher(text, request, request_ctx)
             asked = sampler.input_required()  # 2026-07-28: samples travel in a second round of the same call
             if asked is not None:
                 return asked
@@ -217,20 +219,17 @@ class BearerAuth:
             return
         header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
         scheme, _, presented = header.partition(" ")
-        principal = matched = None
-        if scheme.lower() == "bearer" and presented:
-            for token, name in self.tokens.items():
-                if hmac.compare_digest(token.encode(), presented.strip().encode()):
-                    principal, matched = name, token
-        if principal is None:
+        found = match_token(presented, self.tokens) if scheme.lower() == "bearer" else None
+        if found is None:
             body = orjson.dumps({"error": "unauthorized", "message": "missing or invalid bearer token"})
             await send({"type": "http.response.start", "status": 401, "headers": [
                 (b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="khive"'),
                 (b"content-length", str(len(body)).encode())]})
             await send({"type": "http.response.body", "body": body})
             return
+        principal, matched = found
         scope[PRINCIPAL_SCOPE_KEY] = principal
-        scope[TOKEN_SCOPE_KEY] = token_id(matched or "")  # sessions are capped per token, never by its text
+        scope[TOKEN_SCOPE_KEY] = token_id(matched)  # sessions are capped per token, never by its text
         await self.app(scope, receive, send)
 
 

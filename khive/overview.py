@@ -9,16 +9,18 @@ touches the retrieval index or a database, so the answer costs file reads only.
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from khive.errors import KhiveError
-from khive.runtime import Runtime
+
+if TYPE_CHECKING:
+    from khive.services import Services
 
 # What a damaged file can raise while a part reads it (orjson and YAML errors are ValueErrors).
 _UNREADABLE = (KhiveError, OSError, ValueError, LookupError, TypeError)
 
 
-def collect_overview(runtime: Runtime, *, packs: Collection[str] | None = None) -> dict[str, Any]:
+def collect_overview(runtime: Services, *, packs: Collection[str] | None = None) -> dict[str, Any]:
     """The merged facts of every pack's part (or of ``packs`` only); a part that fails is named in ``problems``."""
     connections: dict[str, dict[str, Any]] = {
         name: {"id": name, "driver": config.driver, "description": config.description}

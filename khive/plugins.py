@@ -17,8 +17,9 @@ from typing import Any
 import pluggy
 
 from khive import hookspecs
+from khive.connections.config import ConnectionConfig
 from khive.errors import PackLoadError
-from khive.hookspecs import EdgeRule, EmbedderSpec, PackInfo, SchemaPlan
+from khive.hookspecs import ConfigSection, EdgeRule, EmbedderSpec, PackInfo, SchemaPlan
 from khive.sqlite_util import open_wal
 from khive.verbs import Verb, VerbRegistry
 
@@ -113,6 +114,17 @@ def collect_embedders(pm: pluggy.PluginManager) -> dict[str, EmbedderSpec]:
 
 def collect_edge_rules(pm: pluggy.PluginManager) -> tuple[EdgeRule, ...]:
     return tuple(rule for rules in pm.hook.khive_edge_rules() for rule in rules)
+
+
+def check_pack_config(pm: pluggy.PluginManager, connections: Mapping[str, ConnectionConfig]) -> None:
+    """Every connection's pack-owned blocks, validated by the packs that own them (a ConfigError stops the start)."""
+    sections: list[ConfigSection] = [section for declared in pm.hook.khive_config_sections() for section in declared]
+    for name, connection in connections.items():
+        declared = connection.model_dump(by_alias=True)
+        for section in sections:
+            block = declared.get(section.key)
+            if block is not None:
+                section.check(name, block)
 
 
 def apply_schema_plans(pm: pluggy.PluginManager, database: Path) -> dict[str, str]:

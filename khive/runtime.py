@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pluggy
 
@@ -16,6 +16,7 @@ from khive.audit.store import AuditStore
 from khive.connections.config import ConnectionConfig
 from khive.connections.driver import Driver, open_driver
 from khive.connections.pool import DriverPools
+from khive.envref import resolve
 from khive.errors import ConfigError, NotFound
 from khive.gate import Gate, Rule
 from khive.hookspecs import EdgeRule, EmbedderSpec, PackInfo
@@ -24,6 +25,7 @@ from khive.limits import Limits
 from khive.plugins import (
     apply_schema_plans,
     build_plugin_manager,
+    check_pack_config,
     collect_edge_rules,
     collect_embedders,
     collect_verbs,
@@ -34,6 +36,8 @@ from khive.project.locate import STATE_DIR
 from khive.project.store import FileStore, inside
 from khive.redact import Redactor
 from khive.verbs import VerbRegistry
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -50,7 +54,7 @@ class Runtime:
     schema_status: dict[str, str]
     max_result_depth: int = 128
     max_parallel_ops: int = 4
-    services: dict[str, Any] = field(default_factory=dict)  # packs' warm handles, keyed by pack
+    _pack_state: dict[str, Any] = field(default_factory=dict, repr=False)  # pack_state(): one object per key
     secrets: dict[str, str] = field(default_factory=dict, repr=False)  # resolved env: references
     placeholders: dict[str, str] = field(default_factory=dict)  # env: references a client passed unexpanded
     _index: RetrievalIndex | None = field(default=None, repr=False)
@@ -66,6 +70,14 @@ class Runtime:
                 if self._index is None:
                     self._index = open_index(self)
         return self._index
+
+    def pack_state(self, key: str, factory: Callable[[], T]) -> T:
+        """A pack's per-project object under ``key`` (prefix it with the pack's name), made once by ``factory``."""
+        with self._opening:  # worker threads asking at once get the same object
+            if key not in self._pack_state:
+                self._pack_state[key] = factory()
+            found: T = self._pack_state[key]
+            return found
 
     @property
     def redactor(self) -> Redactor:
@@ -101,17 +113,8 @@ class Runtime:
 
     def secret(self, reference: str, *, field: str) -> str:
         """The value of an ``env:VAR`` reference from khive.yaml; a ConfigError naming the field and the fix."""
-        variable = reference.removeprefix("env:")
-        value = self.secrets.get(variable)
-        if value:
-            return value
-        passed = self.placeholders.get(variable)
-        why = (f"the MCP client passed {passed!r} unexpanded (it does not expand that syntax, or {variable} is not "
-               "set where the client runs)" if passed else "which is not set")
-        raise ConfigError(f"{field} refers to environment variable {variable}, {why}",
-                          details={"variable": variable, "field": field,
-                                   "fix": f"export {variable}=... before starting the client, or put {variable}=... "
-                                          f"in {self.project / ENV_FILE} (git-ignored; see khive setup-agents)"})
+        return resolve(reference, self.secrets, field=field, passed=self.placeholders,
+                       env_file=self.project / ENV_FILE)
 
     @property
     def drivers(self) -> DriverPools:
@@ -161,6 +164,7 @@ def build_runtime(project: Path, config: KhiveConfig, env: Mapping[str, str], *,
                   packs: Sequence[str] | None = None, extra_plugins: Iterable[object] = (),
                   audit: AuditStore | None = None) -> Runtime:
     pm, infos = build_plugin_manager(packs if packs is not None else config.packs, extra_plugins)
+    check_pack_config(pm, config.connections)  # a pack's block with a mistake stops the start, naming the field
     state_dir = inside(project, STATE_DIR)  # .khive/ linked out of the project would take state and audit with it
     schema_status = apply_schema_plans(pm, state_dir / "state.sqlite")
     gate = Gate(tuple(Rule(**rule.model_dump()) for rule in config.auth.rules), default=config.auth.default)

@@ -25,15 +25,12 @@ import inspect
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from khive.errors import PackLoadError, UnknownVerb
 from khive.results import result_schema
-
-if TYPE_CHECKING:
-    from khive.context import Context
 
 
 class Visibility(StrEnum):
@@ -51,7 +48,9 @@ class NoParams(Params):
     pass
 
 
-Handler = Callable[[Any, "Context"], Any]  # a plain function, or an async one (an orchestrator)
+# (params, khive.context.Context) -> result: a plain function, or an async one (an orchestrator). Context is
+# not named here because khive.context sits above this module (services -> registry -> verbs).
+Handler = Callable[[Any, Any], Any]
 WriteKeys = Callable[[Any], Sequence[str]]
 
 

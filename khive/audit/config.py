@@ -9,8 +9,9 @@ from pathlib import Path
 from khive.audit.process import this_process
 from khive.audit.sqlite import SqliteAuditStore
 from khive.audit.store import AuditStore
+from khive.envref import resolve
 from khive.errors import ConfigError
-from khive.project.config import KhiveConfig, resolve_env
+from khive.project.config import KhiveConfig
 from khive.project.locate import STATE_DIR
 
 
@@ -23,6 +24,6 @@ def open_audit_store(project: Path, config: KhiveConfig, env: Mapping[str, str])
         if section.url is None:
             raise ConfigError("audit.store is postgres but audit.url is not set",
                               details={"fix": "set audit.url: env:KHIVE_AUDIT_URL"})
-        return PostgresAuditStore(resolve_env(section.url, env, what="audit.url"), table=section.table)
+        return PostgresAuditStore(resolve(section.url, env, field="audit.url"), table=section.table)
     path = Path(section.path) if section.path else Path(STATE_DIR) / "audit.sqlite"
     return SqliteAuditStore(path if path.is_absolute() else project / path)

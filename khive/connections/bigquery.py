@@ -19,7 +19,7 @@ from sqlglot import exp
 from khive.connections.catalog import CatalogSnapshot, ForeignKey, Table, TableKind
 from khive.connections.selection import internal_object
 from khive.connections.types import build_column, schema_selected
-from khive.connections.warehouse import WarehouseDriver
+from khive.connections.warehouse import WarehouseDriver, WarehouseSession
 
 _KINDS: dict[str, TableKind] = {"BASE TABLE": "table", "VIEW": "view", "MATERIALIZED VIEW": "materialized_view",
                                 "EXTERNAL": "external", "SNAPSHOT": "table", "CLONE": "table"}
@@ -42,7 +42,11 @@ class BigQueryDriver(WarehouseDriver):
     dialect = "bigquery"
     client_library = "google-cloud-bigquery"
     extra = "bigquery"
-    session_class = "khive.connections.bqsession:BigQuerySession"
+
+    def open_session(self) -> WarehouseSession:
+        from khive.connections.bqsession import BigQuerySession  # imports google-cloud-bigquery
+
+        return BigQuerySession(self.connection, self.config, self.secrets)
 
     def _view(self, view: str, dataset: str | None = None) -> exp.Table:
         scope = dataset or f"region-{(self.config.region or 'us').lower()}"

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-_ENV_REF_RE = re.compile(r"env:[A-Za-z_][A-Za-z0-9_]*\Z")
+from khive.envref import is_reference, require_reference
 
 # Personal data a project may choose to sample (the defaults do not). Credentials are not here: columns whose
 # name says secret (khive.secretnames: password, api_key, token, ...) are never sampled, whatever this list says.
@@ -44,10 +43,14 @@ class SamplePolicy(BaseModel):
                                                       "columns named like credentials are never sampled anyway")
 
 
+# The one list of drivers (each is also a sqlglot dialect name); khive.connections.driver maps each to its class.
+DriverName = Literal["sqlite", "duckdb", "postgres", "mysql", "bigquery", "snowflake"]
+
+
 class ConnectionConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    driver: Literal["sqlite", "duckdb", "postgres", "mysql", "bigquery", "snowflake"]
+    driver: DriverName
     url: str | None = Field(default=None, description="env:VAR holding the connection string")
     path: str | None = Field(default=None, description="database file, relative to the project")
     description: str = ""
@@ -73,20 +76,19 @@ class ConnectionConfig(BaseModel):
     allowPrivilegedRole: bool = Field(default=False,
                                       description="let agents' SQL run although the role is a superuser or may "
                                                   "read server files or run programs (not recommended)")
-    # the historic_sql pack's block, validated by that pack (the core does not know its shape)
+    # the historic_sql pack's block: validated by that pack when the runtime is built (khive_config_sections)
     historicSql: dict[str, Any] | None = None
 
     @field_validator("url")
     @classmethod
     def _url_is_env(cls, value: str | None) -> str | None:
-        if value is not None and not _ENV_REF_RE.match(value):
-            raise ValueError("must be an env:VAR reference (connection strings hold secrets), e.g. env:DATABASE_URL")
-        return value
+        return None if value is None else require_reference(value, "connection strings hold secrets",
+                                                              "env:DATABASE_URL")
 
     @field_validator("credentials")
     @classmethod
     def _credentials_is_env(cls, value: str | None) -> str | None:
-        if value is not None and value != "anonymous" and not _ENV_REF_RE.match(value):
+        if value is not None and value != "anonymous" and not is_reference(value):
             raise ValueError("must be env:VAR naming a service-account key file (key files hold secrets), "
                              "or anonymous for an emulator")
         return value

@@ -14,10 +14,11 @@ from importlib import import_module
 from typing import Any, Generic, Protocol, Self, TypeVar
 
 from khive.connections.catalog import CatalogSnapshot, ColumnSample, Table
-from khive.connections.config import ConnectionConfig
+from khive.connections.config import ConnectionConfig, DriverName
 
-# driver name -> "module:Class"
-DRIVERS: dict[str, str] = {
+# driver name -> "module:Class": a string, because the optional drivers' client libraries (PyMySQL, the
+# BigQuery and Snowflake clients) must import only when a connection uses them. The names are DriverName's.
+DRIVERS: dict[DriverName, str] = {
     "sqlite": "khive.connections.sqlite:SqliteDriver",
     "duckdb": "khive.connections.duckdb:DuckDbDriver",
     "postgres": "khive.connections.postgres:PostgresDriver",

@@ -16,13 +16,14 @@ parent is listed with its own rows plus its children's.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row, tuple_row
+from psycopg.sql import SQL, Composed
 
 from khive.connections.catalog import (
     CatalogSnapshot,
@@ -137,6 +138,7 @@ def _ms(seconds: float) -> int:
 class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
     name = "postgres"
     dialect = "postgres"
+    application_name = "khive"  # what pg_stat_activity shows; a reader of its own may name itself
 
     def __init__(self, connection: str, config: ConnectionConfig, secrets: dict[str, str]):
         self.connection = connection
@@ -173,8 +175,8 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
                    f"-c statement_timeout={_ms(self.config.statement_timeout_s)} {SESSION_OPTIONS}").strip()
         conn: psycopg.Connection[Any] | None = None
         try:
-            conn = psycopg.connect(self._url, options=options, connect_timeout=10, application_name="khive",
-                                   autocommit=True)
+            conn = psycopg.connect(self._url, options=options, connect_timeout=10,
+                                   application_name=self.application_name, autocommit=True)
             self._session = inspect_and_pin(conn)  # once per connection (ADR 0032)
         except psycopg.Error as exc:
             if conn is not None:
@@ -216,7 +218,14 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
         rows: list[dict[str, Any]] = self._fetch_many([(sql, params)], row_factory=dict_row)[0]
         return rows
 
-    def _fetch_many(self, queries: list[tuple[str, dict[str, Any] | None]], *,
+    def read(self, statement: str | SQL | Composed, params: Sequence[Any] | Mapping[str, Any] | None = None
+             ) -> list[dict[str, Any]]:
+        """Rows (dicts) of one statement of khive's own, e.g. a statistics view a history reader reads: the
+        same read-only session, pinned search path and password-free errors as every other query here."""
+        rows: list[dict[str, Any]] = self._fetch_many([(statement, params)], row_factory=dict_row)[0]
+        return rows
+
+    def _fetch_many(self, queries: Sequence[tuple[str | SQL | Composed, Sequence[Any] | Mapping[str, Any] | None]], *,
                     row_factory: Any = tuple_row) -> list[list[Any]]:
         """Queries in one read-only transaction, without JIT: catalog and sample queries are short, and
         PostgreSQL's cost estimates for them (subplans over pg_class) trigger compiles costing more.

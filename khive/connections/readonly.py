@@ -15,7 +15,7 @@ What runs starts with ``/* khive:query */``, so query history can leave khive's 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from khive.connections.driver import Driver, QueryResult
 from khive.connections.pg_session import SessionFacts
@@ -27,7 +27,16 @@ from khive.values import DEFAULT_BYTES_SHOWN
 
 if TYPE_CHECKING:
     from khive.connections.config import ConnectionConfig
-    from khive.runtime import Runtime
+    from khive.connections.pool import DriverPools
+
+
+class Connections(Protocol):
+    """What a read-only run needs of the runtime (``khive.services.Services`` has both)."""
+
+    def connection(self, name: str) -> ConnectionConfig: ...
+
+    @property
+    def drivers(self) -> DriverPools: ...
 
 
 TIMEOUT_DOC = "seconds the statement may run; at most (and by default) the connection's statement_timeout_s"
@@ -65,7 +74,7 @@ class ReadOnlyRun:
     timeout: StatementTimeout
 
 
-async def run_read_only(runtime: Runtime, connection: str, sql: str, *, limit: int, timeout_s: float | None,
+async def run_read_only(runtime: Connections, connection: str, sql: str, *, limit: int, timeout_s: float | None,
                         bytes_shown: int = DEFAULT_BYTES_SHOWN, wire: bool) -> ReadOnlyRun:
     """``wire``: the statement came over MCP (an agent's), not from the operator's CLI. ``bytes_shown``: how
     much of each binary value the rows show (khive/values.py)."""

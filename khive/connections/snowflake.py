@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from khive.connections.catalog import CatalogSnapshot, ForeignKey, Table, TableKind
 from khive.connections.types import build_column, schema_selected
-from khive.connections.warehouse import WarehouseDriver
+from khive.connections.warehouse import WarehouseDriver, WarehouseSession
 
 _KINDS: dict[str, TableKind] = {"BASE TABLE": "table", "VIEW": "view", "MATERIALIZED VIEW": "materialized_view",
                                 "EXTERNAL TABLE": "external"}
@@ -40,7 +40,11 @@ class SnowflakeDriver(WarehouseDriver):
     dialect = "snowflake"
     client_library = "snowflake-connector-python"
     extra = "snowflake"
-    session_class = "khive.connections.sfsession:SnowflakeSession"
+
+    def open_session(self) -> WarehouseSession:
+        from khive.connections.sfsession import SnowflakeSession  # imports snowflake-connector-python
+
+        return SnowflakeSession(self.connection, self.config, self.secrets)
 
     def _info(self, view: str) -> exp.Table:
         database = exp.to_identifier(self.config.database) if self.config.database else None

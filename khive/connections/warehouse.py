@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib import import_module
 from typing import Any, Protocol
 
 import sqlglot
@@ -69,7 +68,6 @@ class WarehouseDriver:
     dialect = "postgres"
     client_library = ""  # the PyPI name, for the message when it is missing
     extra = ""  # khive's optional extra that installs it
-    session_class = ""  # "module:Class" of its WarehouseSession
 
     def __init__(self, connection: str, config: ConnectionConfig, secrets: dict[str, str],
                  runner: Runner | None = None):
@@ -88,14 +86,16 @@ class WarehouseDriver:
                           details={"connection": self.connection, "driver": self.name,
                                    "fix": f"pip install 'khive[{self.extra}]'"})
 
+    def open_session(self) -> WarehouseSession:
+        """The client library's session; imports the library (ImportError when it is not installed)."""
+        raise NotImplementedError
+
     def session(self) -> WarehouseSession:
         if self._session is None:
-            module_name, _, class_name = self.session_class.partition(":")
             try:
-                module = import_module(module_name)
+                self._session = self.open_session()
             except ImportError:
                 raise self.unavailable() from None
-            self._session = getattr(module, class_name)(self.connection, self.config, self.secrets)
         return self._session
 
     def _run(self, sql: str, timeout_s: float | None = None) -> list[dict[str, Any]]:

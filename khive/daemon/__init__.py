@@ -5,8 +5,10 @@
     protocol.py   message shapes and the identity key a client and a daemon compare
     server.py     the anyio Unix-socket server: peer check, hello, requests through ``dispatch``
     lifecycle.py  start-up (single instance, stale cleanup), warm_all, idle shutdown
-    cli.py        ``khive daemon run|start|stop|status|logs``
+    client.py     the client side: forward a request or spawn the daemon, else say why to dispatch locally
+    __main__.py   ``python -m khive.daemon``: how a client starts the daemon (never through khive.cli)
 
-The client side (forward or spawn, fall back to local dispatch) is ``khive.client``. Modules here
-import nothing heavy at module level, so a forwarding ``khive request`` stays quick to start.
+``khive daemon run|start|stop|status|logs`` lives with the other commands (``khive.cli.daemon``):
+the CLI imports the daemon, never the other way round. Modules here import nothing heavy at module
+level, so a forwarding ``khive request`` stays quick to start.
 """

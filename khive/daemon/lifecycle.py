@@ -13,9 +13,11 @@ import logging
 import os
 import signal
 import stat
+import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 
@@ -34,13 +36,23 @@ log = logging.getLogger("khive.daemon")
 STOP_GRACE_SECONDS = 30.0
 
 
-def probe(settings: DaemonSettings, timeout: float = 1.0) -> dict[str, object] | None:
+def probe(settings: DaemonSettings, timeout: float = 1.0) -> dict[str, Any] | None:
     """The status of a daemon answering on the socket, or None when nothing live answers."""
     try:
         with DaemonConnection.open(settings.socket, timeout=timeout) as connection:
             return connection.call({"type": "status"})
     except (OSError, DaemonError):
         return None
+
+
+def serve_foreground(project: Path, env: Mapping[str, str], settings: DaemonSettings, *,
+                     idle_seconds: float | None = None) -> None:
+    """``khive daemon run`` and ``python -m khive.daemon``: log to stderr and serve until stopped."""
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
+    if idle_seconds:
+        settings = replace(settings, idle_seconds=float(idle_seconds))
+    run_daemon(project, env, settings)
 
 
 def run_daemon(project: Path, env: Mapping[str, str], settings: DaemonSettings) -> None:

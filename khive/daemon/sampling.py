@@ -33,7 +33,8 @@ class RemoteSampler:
         if self._gone:
             raise OpError(f"sampling failed: {self._gone}", code="sampling_failed")
         self._seq += 1
-        seq, event, answer = self._seq, anyio.Event(), {}
+        seq, event = self._seq, anyio.Event()
+        answer: dict[str, Any] = {}
         self._waiting[seq] = (event, answer)
         await self._send({"type": "sample", "seq": seq, "key": key, "system": system, "prompt": prompt,
                           "max_tokens": max_tokens})
@@ -50,7 +51,10 @@ class RemoteSampler:
                 frame = await receive_frame(frames)
                 if frame is None:
                     break
-                waiting = self._waiting.pop(frame.get("seq"), None) if frame.get("type") == "sampled" else None
+                seq = frame.get("seq")
+                if frame.get("type") != "sampled" or not isinstance(seq, int):
+                    continue
+                waiting = self._waiting.pop(seq, None)
                 if waiting is not None:
                     waiting[1].update(frame)
                     waiting[0].set()

@@ -32,7 +32,6 @@ from khive.errors import DaemonError, DslSyntaxError
 from khive.execution import parse_request
 from khive.failure import unexpected_failure
 from khive.identity import client_label
-from khive.mcp_sampling import SAMPLE_KEY
 from khive.project.envfile import ENV_FILE, env_file
 from khive.project.locate import CONFIG_NAME
 
@@ -196,7 +195,7 @@ class DaemonServer:
         sampler = RemoteSampler(message["sampling"], send) if "sampling" in message else None
         ctx = Context(self.runtime, principal, message["transport"], presentation=message["presentation"],
                       request_id=message["id"], progress=progress, user=user or message["user"],
-                      extra={SAMPLE_KEY: sampler} if sampler is not None else None, client=client)
+                      sampler=sampler, client=client)
         self.active += 1
         try:
             with anyio.CancelScope(shield=True):  # a started request finishes, even while the daemon stops

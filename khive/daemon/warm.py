@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +58,10 @@ def collect_tasks(runtime: Runtime) -> list[tuple[str, WarmTask]]:
             tasks = impl.function(**{name: runtime for name in impl.argnames})
         except Exception:
             log.exception("khive_warm of pack %s failed", impl.plugin_name)
+            continue
+        if tasks is not None and not isinstance(tasks, Sequence):
+            log.error("khive_warm of pack %s returned %s, not a sequence of WarmTask", impl.plugin_name,
+                      type(tasks).__name__)
             continue
         found.extend((impl.plugin_name, task) for task in tasks or ())
     return found

@@ -52,6 +52,15 @@ def dedupe_edges(edges: Sequence[Edge]) -> list[Edge]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class EdgeRule:
+    """An allowed edge: ``relation`` from a document of ``from_kinds`` to one of ``to_kinds``."""
+
+    relation: str
+    from_kinds: frozenset[str]
+    to_kinds: frozenset[str]
+
+
 class IndexSource(Protocol):
     """A pack's contribution: which files it owns and how a file becomes documents.
 
@@ -60,10 +69,21 @@ class IndexSource(Protocol):
     the source when bumped (a parser change).
     """
 
-    name: str
-    roots: tuple[str, ...]  # project-relative directories
-    suffixes: tuple[str, ...]  # file suffixes this source reads, e.g. (".md",)
-    version: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def roots(self) -> tuple[str, ...]:
+        """Project-relative directories."""
+        ...
+
+    @property
+    def suffixes(self) -> tuple[str, ...]:
+        """File suffixes this source reads, e.g. (".md",)."""
+        ...
+
+    @property
+    def version(self) -> str: ...
 
     def documents(self, path: str, text: str) -> Sequence[Document]:
         """Documents for one file (project-relative ``path``); raise ValueError for a bad file."""

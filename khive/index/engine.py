@@ -23,9 +23,8 @@ from typing import Any
 import numpy as np
 import orjson
 
-from khive.hookspecs import EdgeRule
 from khive.index import search as search_mod
-from khive.index.documents import FIELDS, Document, IndexSource, owns, owns_relative
+from khive.index.documents import FIELDS, Document, EdgeRule, IndexSource, owns, owns_relative
 from khive.index.embed import Embedder
 from khive.index.scanstat import stat_walk_paths
 from khive.index.store import connect, delete_item_docs, doc_rows, insert_doc

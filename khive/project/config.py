@@ -18,6 +18,7 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import MarkedYAMLError
 
 from khive.connections.config import ConnectionConfig
+from khive.envref import is_reference, require_reference, variable_of
 from khive.errors import ConfigError
 from khive.limits import Limits
 from khive.project.locate import CONFIG_NAME, STATE_DIR, find_project  # noqa: F401  (re-exported)
@@ -25,19 +26,13 @@ from khive.project.yamldoc import line_of, plain
 from khive.redact import check_pattern
 from khive.textcheck import decode_error
 
-_ENV_REF_RE = re.compile(r"env:[A-Za-z_][A-Za-z0-9_]*\Z")
-
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 def _env_ref(value: str) -> str:
-    if not _ENV_REF_RE.match(value):
-        raise ValueError(
-            "must be an env:VAR reference (secrets are never written into project files), e.g. env:KHIVE_TOKEN"
-        )
-    return value
+    return require_reference(value, "secrets are never written into project files", "env:KHIVE_TOKEN")
 
 
 class AuthRuleConfig(_Section):
@@ -225,16 +220,6 @@ def _model_at(path: tuple[Any, ...]) -> type[BaseModel]:
     return model
 
 
-def resolve_env(reference: str, env: Mapping[str, str], *, what: str) -> str:
-    """Resolve an ``env:VAR`` reference; a missing variable is a ConfigError naming it."""
-    name = reference.removeprefix("env:")
-    value = env.get(name)
-    if not value:
-        raise ConfigError(f"{what} refers to environment variable {name}, which is not set",
-                          details={"variable": name, "fix": f"export {name}=..."})
-    return value
-
-
 def referenced_variables(config: KhiveConfig) -> tuple[str, ...]:
     """The environment variables a server needs to answer requests, sorted: every ``env:VAR`` inside a
     connection (its url and any pack block, e.g. ``historicSql.url``) and ``audit.url``. The HTTP
@@ -242,8 +227,8 @@ def referenced_variables(config: KhiveConfig) -> tuple[str, ...]:
     found: set[str] = set()
 
     def walk(value: Any) -> None:
-        if isinstance(value, str) and _ENV_REF_RE.match(value):
-            found.add(value.removeprefix("env:"))
+        if isinstance(value, str) and is_reference(value):
+            found.add(variable_of(value))
         elif isinstance(value, Mapping):
             for item in value.values():
                 walk(item)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from khive import __version__
 from khive.hookspecs import EmbedderSpec, PackInfo, WarmTask, hookimpl
@@ -12,6 +12,9 @@ from khive.index.embed import HashingEmbedder
 from khive.threads import run_blocking
 from khive.verbs import Verb
 from packs.core.verbs import VERBS
+
+if TYPE_CHECKING:
+    from khive.services import Services
 
 
 @hookimpl
@@ -35,7 +38,7 @@ def khive_register_embedders() -> Sequence[EmbedderSpec]:
 
 
 @hookimpl
-def khive_warm(runtime: Any) -> Sequence[WarmTask]:
+def khive_warm(runtime: Services) -> Sequence[WarmTask]:
     """A warm process (the daemon) opens the shared index and walks its sources before anyone searches."""
 
     async def warm_index() -> None:
@@ -46,7 +49,7 @@ def khive_warm(runtime: Any) -> Sequence[WarmTask]:
     return [WarmTask("index", warm_index, resources=("index",))]
 
 
-def _prime(runtime: Any) -> None:
+def _prime(runtime: Services) -> None:
     index = runtime.index
     index.refresh()
     index.search("khive", limit=1)  # loads the vector table and exercises the embedder once

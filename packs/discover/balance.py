@@ -12,7 +12,7 @@ tables of the routed schema, one that touches a word of it does not.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from khive.index.morph import key
 from packs.discover.forms import Term
@@ -20,6 +20,9 @@ from packs.discover.lexicon import Lexicon
 from packs.discover.rank import Candidate, first_rank
 from packs.discover.route import COVER, OPERATION, OPERATION_WORDS, ROUTE, ROUTE_POWER, idfs
 from packs.discover.text import split_words
+
+if TYPE_CHECKING:
+    from khive.index.engine import RetrievalIndex
 
 KINDS = ("wiki", "sl_source", "sl_measure", "sl_dimension")
 HEAD_FIELDS = ("name", "title", "summary", "tags")
@@ -35,7 +38,7 @@ def weights(terms: Sequence[Term], lexicon: Lexicon) -> list[float]:
             for w, term in zip(idfs(terms, lexicon), terms, strict=True)]
 
 
-def apply(index: Any, lexicon: Lexicon, found: dict[str, Candidate], terms: Sequence[Term]) -> None:
+def apply(index: RetrievalIndex, lexicon: Lexicon, found: dict[str, Candidate], terms: Sequence[Term]) -> None:
     documents = sorted((c for c in found.values() if c.index_kind in KINDS and c.reached is None),
                        key=lambda c: (-c.base, c.doc_id))[:DEPTH]
     if not documents or not terms:

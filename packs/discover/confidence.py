@@ -11,7 +11,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from khive.index.engine import RetrievalIndex
 
 CERTAIN = 1.0
 STALE = 0.5
@@ -33,7 +36,7 @@ def edge(relation: str, metadata: dict[str, Any], exists: bool) -> float:
     return CERTAIN
 
 
-def entity(index: Any, row: dict[str, Any]) -> tuple[float, str]:
+def entity(index: RetrievalIndex, row: dict[str, Any]) -> tuple[float, str]:
     """(confidence, why) of one resolved document."""
     kind, meta = row["kind"], row["metadata"]
     if kind == "wiki":

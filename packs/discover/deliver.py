@@ -9,7 +9,11 @@ dimensions are delivered through their source. Possibly relevant documents are n
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from khive.index.engine import RetrievalIndex
+    from khive.project.store import FileStore
 
 BODIES_MAX = 5
 BODY_CHARS = 6000
@@ -23,7 +27,7 @@ def cut(text: str, limit: int = BODY_CHARS) -> tuple[str, bool]:
     return text[: end if end > limit // 2 else limit].rstrip(), True
 
 
-def bodies(index: Any, files: Any, refs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def bodies(index: RetrievalIndex, files: FileStore, refs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     chosen = [ref for ref in refs if ref["kind"] in (*PAGE_KINDS, "sl_source")][:BODIES_MAX]
     if not chosen:
         return []

@@ -13,10 +13,13 @@ summary names the dimensions that kept it from an A. Findings are ordered most s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packs.discover import health
 from packs.discover.health import CONNECTIVITY_GOAL, HIT_GOAL, Search, finding
+
+if TYPE_CHECKING:
+    from khive.index.engine import RetrievalIndex
 
 SEVERITY = ("high", "medium", "low", "info")
 POINTS = {"reachability": 15, "connectivity": 15, "benchmark": 10, "scanned": 20, "links": 20, "described": 10,
@@ -71,7 +74,7 @@ def summary(letter: str, score: float, scores: Mapping[str, float], missed: list
     return f"{head}: kept from an A by " + "; ".join(reasons)
 
 
-def run(index: Any, search: Search, connections: Mapping[str, Any]) -> dict[str, Any]:
+def run(index: RetrievalIndex, search: Search, connections: Mapping[str, Any]) -> dict[str, Any]:
     index.refresh()
     measured = {"reachability": health.reachability(index), "connectivity": health.connectivity(index),
                 "benchmark": health.benchmark(index.project, search, connections),

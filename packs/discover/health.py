@@ -23,7 +23,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -31,6 +31,9 @@ from khive.index.documents import owns_relative
 from khive.index.scanstat import stat_walk_paths
 from khive.project.store import PathOutsideProject, inside
 from packs.discover.refs import discover_kind
+
+if TYPE_CHECKING:
+    from khive.index.engine import RetrievalIndex
 
 SUITE = "bench/retrieval-suite.json"
 CONNECTIVITY_GOAL = HIT_GOAL = 0.8
@@ -49,7 +52,7 @@ def finding(severity: str, code: str, title: str, detail: str, location: str | N
             "confidence": confidence}
 
 
-def reachability(index: Any) -> Measured:
+def reachability(index: RetrievalIndex) -> Measured:
     project: Path = index.project
     prefix = str(project) + os.sep
     sources = list(index.sources.values())
@@ -71,7 +74,7 @@ def reachability(index: Any) -> Measured:
     return {"value": value, "indexed": len(ok), "artifacts": len(artifacts)}, findings
 
 
-def connectivity(index: Any) -> Measured:
+def connectivity(index: RetrievalIndex) -> Measured:
     tables = sorted(row["id"] for row in index.documents(kind="table"))
     pages = index.documents(kind="wiki")
     sources = index.documents(kind="sl_source")
@@ -173,7 +176,7 @@ def benchmark(project: Path, search: Search, connections: Mapping[str, Any]) -> 
     return {"status": "measured", "suite": SUITE, "hitAt3": value, "cases": len(checked)}, findings
 
 
-def scanned(index: Any, connections: Mapping[str, Any]) -> Measured:
+def scanned(index: RetrievalIndex, connections: Mapping[str, Any]) -> Measured:
     held = {str(row[1]) for row in index.outline(["table"], []) if row[1]}
     missing = sorted(name for name in connections if name not in held)
     value = round((len(connections) - len(missing)) / len(connections), 4) if connections else None
@@ -183,7 +186,7 @@ def scanned(index: Any, connections: Mapping[str, Any]) -> Measured:
     return {"value": value, "connections": len(connections), "scanned": len(connections) - len(missing)}, findings
 
 
-def links(index: Any) -> Measured:
+def links(index: RetrievalIndex) -> Measured:
     pairs = [(relation, source, target) for relation in LINK_RELATIONS
              for source, target, _ in index.relation_pairs(relation)]
     targets = sorted({target for _, _, target in pairs})
@@ -201,7 +204,7 @@ def links(index: Any) -> Measured:
     return {"value": value, "references": len(pairs), "broken": len(broken)}, findings
 
 
-def described(index: Any) -> Measured:
+def described(index: RetrievalIndex) -> Measured:
     tables = index.documents(kind="table")
     sources = index.documents(kind="sl_source")
     reads = index.edge_map([s["id"] for s in sources], relations=["sl_table"])
@@ -222,7 +225,7 @@ def described(index: Any) -> Measured:
     return {"value": value, "tables": len(tables), "described": len(tables) - len(bare)}, findings
 
 
-def history(index: Any, connections: Mapping[str, Any]) -> Measured:
+def history(index: RetrievalIndex, connections: Mapping[str, Any]) -> Measured:
     enabled = sorted(name for name, config in connections.items()
                      if ((getattr(config, "historicSql", None) or {}).get("enabled")) is True)
     used = {str(row[1]) for row in index.outline(["table", "sl_source"], ["frequencyTier"]) if row[1] and row[3]}

@@ -18,12 +18,15 @@ import re
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from khive.index.morph import identifier_words, key, segment, split_identifier
 from packs.discover.text import STOPWORDS, split_words
+
+if TYPE_CHECKING:
+    from khive.index.engine import RetrievalIndex
 
 WHERE_NAME, WHERE_COLUMN, WHERE_TABLE_NOTE, WHERE_COLUMN_NOTE = 1.0, 0.7, 0.55, 0.45
 BORROWED = 0.6  # a name word that is the whole name of a table it references (store_sales -> store)
@@ -86,7 +89,7 @@ class Lexicon:
 _CACHE: weakref.WeakKeyDictionary[Any, Lexicon] = weakref.WeakKeyDictionary()
 
 
-def of(index: Any) -> Lexicon:
+def of(index: RetrievalIndex) -> Lexicon:
     """The lexicon of ``index`` at its current generation (rebuilt after a change)."""
     cached = _CACHE.get(index)
     if cached is None or cached.generation != index.generation:
@@ -107,7 +110,7 @@ def note_keys(text: str) -> set[str]:
     return {key(word) for word in split_words(text) if word not in STOPWORDS and len(word) > 1}
 
 
-def build(index: Any) -> Lexicon:
+def build(index: RetrievalIndex) -> Lexicon:
     generation = index.generation
     table_rows = index.outline(["table"], ["tableRef", "comment", "description", "estimatedRows", "partitionOf"])
     column_rows = index.outline(["column"], ["comment", "description"])

@@ -8,7 +8,7 @@ pattern page is a pattern of every scanned table whose qualified name it mention
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ruamel.yaml.error import YAMLError
 
@@ -18,6 +18,10 @@ from packs.discover import confidence
 from packs.discover.refs import discover_kind, public_id, raw_fields, summary_of
 from packs.discover.resolve import resolve
 from packs.discover.text import cap, snippet_around, split_words
+
+if TYPE_CHECKING:
+    from khive.index.engine import RetrievalIndex
+    from khive.project.store import FileStore
 
 RELATIONS = ("fk", "join", "refs", "sl_refs", "sl_table", "contains", "supersedes", "contradicts", "supports",
              "related_to", "pattern_of")
@@ -31,7 +35,7 @@ _QUALIFIED = re.compile(r"\b([A-Za-z_][\w$]*)\.([A-Za-z_][\w$]*)\b")
 Edge = tuple[str, str, str, dict[str, Any]]  # (relation, other id, direction, edge metadata)
 
 
-def _pattern_edges(index: Any, row: dict[str, Any]) -> list[Edge]:
+def _pattern_edges(index: RetrievalIndex, row: dict[str, Any]) -> list[Edge]:
     """Synthesised ``pattern_of`` edges of a table (incoming) or a pattern page (outgoing)."""
     kind = discover_kind(row["kind"], row["metadata"])
     if kind == "pattern":
@@ -49,7 +53,7 @@ def _pattern_edges(index: Any, row: dict[str, Any]) -> list[Edge]:
     return []
 
 
-def neighbours(index: Any, root: dict[str, Any], depth: int) -> dict[str, list[dict[str, Any]]]:
+def neighbours(index: RetrievalIndex, root: dict[str, Any], depth: int) -> dict[str, list[dict[str, Any]]]:
     visited: dict[str, int] = {root["id"]: 0}
     sure: dict[str, float] = {root["id"]: confidence.CERTAIN}  # how sure the path to each node is
     rows: dict[str, dict[str, Any]] = {root["id"]: root}
@@ -99,7 +103,8 @@ def _public(row: dict[str, Any]) -> str:
     return public_id(row["id"], discover_kind(row["kind"], row["metadata"]), row["metadata"])
 
 
-def documents(index: Any, root: dict[str, Any], groups: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def documents(index: RetrievalIndex, root: dict[str, Any], groups: dict[str, list[dict[str, Any]]]
+              ) -> list[dict[str, Any]]:
     """Wiki, pattern and SL documents that cover the entity (an edge) or mention it (its name in their text)."""
     out: dict[str, dict[str, Any]] = {}
     for relation, entries in groups.items():
@@ -121,7 +126,7 @@ def documents(index: Any, root: dict[str, Any], groups: dict[str, list[dict[str,
     return sorted(out.values(), key=lambda d: (d["why"], d["docId"]))[:DOCUMENTS_MAX]
 
 
-def usage(project_files: Any, root: dict[str, Any]) -> dict[str, Any] | None:
+def usage(project_files: FileStore, root: dict[str, Any]) -> dict[str, Any] | None:
     """historic_sql's ``usage`` of a table (its ``_schema`` shard entry) or an SL source (its YAML)."""
     kind, meta = root["kind"], root["metadata"]
     if kind not in ("table", "column", "sl_source"):
@@ -144,7 +149,7 @@ def usage(project_files: Any, root: dict[str, Any]) -> dict[str, Any] | None:
     return {key: found.get(key) for key in USAGE_KEYS}
 
 
-def run(index: Any, files: Any, *, ident: str, depth: int, connection: str | None, user: str,
+def run(index: RetrievalIndex, files: FileStore, *, ident: str, depth: int, connection: str | None, user: str,
         budget_tokens: int | None) -> dict[str, Any]:
     index.refresh()
     root, resolved_by = resolve(index, ident, connection=connection, user=user)

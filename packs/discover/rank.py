@@ -12,10 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packs.discover.refs import discover_kind
 from packs.discover.text import split_words, stem
+
+if TYPE_CHECKING:
+    from khive.index.engine import RetrievalIndex
 
 K = 60
 LANES: dict[str, tuple[str, ...]] = {
@@ -73,7 +76,7 @@ def candidate_from_row(row: Any) -> Candidate:
                      row.connection)
 
 
-def gather(index: Any, text: str, *, connection: str | None, depth: int) -> tuple[dict[str, Candidate], int]:
+def gather(index: RetrievalIndex, text: str, *, connection: str | None, depth: int) -> tuple[dict[str, Candidate], int]:
     """Every lane's hits as candidates with their RRF base; and how many engines returned anything."""
     found: dict[str, Candidate] = {}
     engines: set[str] = set()
@@ -95,7 +98,7 @@ def table_of(column_doc_id: str) -> str:
     return f"table:{connection}:{qualified.rsplit('.', 1)[0]}"
 
 
-def lift_bridges(index: Any, found: dict[str, Candidate], *, kind: str, relations: Sequence[str],
+def lift_bridges(index: RetrievalIndex, found: dict[str, Candidate], *, kind: str, relations: Sequence[str],
                  top: int | None = None) -> None:
     """A document joining two of the ``top`` best of ``kind`` that are not joined directly is their bridge:
     it is needed exactly when both are, so it is lifted to just below the weaker of the two."""
@@ -150,7 +153,7 @@ def lift_named(found: dict[str, Candidate], terms: Sequence[str]) -> None:
             candidate.add_bonus("named", NAMED * first_rank() * len(parts & asked) / len(parts))
 
 
-def apply_priors(index: Any, found: dict[str, Candidate]) -> None:
+def apply_priors(index: RetrievalIndex, found: dict[str, Candidate]) -> None:
     ids = sorted(found)
     degrees = index.degrees(ids, relations=list(HUB_RELATIONS))
     for candidate in found.values():

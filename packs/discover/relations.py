@@ -13,10 +13,13 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packs.discover.rank import Candidate, candidate_from_row, first_rank
 from packs.discover.text import split_words
+
+if TYPE_CHECKING:
+    from khive.index.engine import RetrievalIndex
 
 GLOBAL = "global"
 PULLS_MAX = 3  # pages one source may pull in, every relation together
@@ -63,7 +66,7 @@ def recap_bonus(meta: dict[str, Any], today: dt.date, query: str) -> float | Non
     return 0.0 if named(query, meta) else None
 
 
-def apply(index: Any, found: dict[str, Candidate], *, query: str, user: str, include_recaps: bool,
+def apply(index: RetrievalIndex, found: dict[str, Candidate], *, query: str, user: str, include_recaps: bool,
           today: dt.date) -> None:
     wiki = {doc_id: c for doc_id, c in found.items() if c.index_kind == "wiki"}
     keys = [str(c.metadata.get("key")) for c in wiki.values()]
@@ -87,7 +90,7 @@ def apply(index: Any, found: dict[str, Candidate], *, query: str, user: str, inc
     _warnings_first(found)
 
 
-def _pull(index: Any, found: dict[str, Candidate], target_id: str, source: Candidate, reason: str,
+def _pull(index: RetrievalIndex, found: dict[str, Candidate], target_id: str, source: Candidate, reason: str,
           user: str, shadowed: set[str]) -> Candidate | None:
     if target_id in found:
         return found[target_id]
@@ -103,7 +106,7 @@ def _pull(index: Any, found: dict[str, Candidate], target_id: str, source: Candi
     return pulled
 
 
-def _relations(index: Any, found: dict[str, Candidate], matched: list[Candidate], user: str,
+def _relations(index: RetrievalIndex, found: dict[str, Candidate], matched: list[Candidate], user: str,
                shadowed: set[str]) -> None:
     """Each source pulls at most PULLS_MAX pages it did not find (contradicting ones first, then related_to in
     declared order); the rest are counted in an "N more <relation> not expanded" flag."""

@@ -8,12 +8,15 @@ way it was (``resolvedBy``). A name that fits several documents is ``ambiguous_i
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from khive.errors import InvalidArgs, NotFound, OpError
 from packs.discover.refs import discover_kind, public_id
 from packs.discover.relations import GLOBAL
 from packs.discover.text import split_words
+
+if TYPE_CHECKING:
+    from khive.index.engine import RetrievalIndex
 
 _GLOB = re.compile(r"[*?\[\]]")
 FILE_SUFFIXES = (".md", ".yaml", ".yml")
@@ -21,7 +24,7 @@ FILE_SUFFIXES = (".md", ".yaml", ".yml")
 _FILE_KINDS = ("wiki", "sl_source", "table")
 
 
-def resolve(index: Any, ident: str, *, connection: str | None, user: str) -> tuple[dict[str, Any], str]:
+def resolve(index: RetrievalIndex, ident: str, *, connection: str | None, user: str) -> tuple[dict[str, Any], str]:
     """(the document's row, how it was resolved: id, path, key, name or alias)."""
     ident = ident.strip()
     if not ident or _GLOB.search(ident):
@@ -68,7 +71,7 @@ def _ambiguous(ident: str, candidates: list[str], why: str) -> OpError:
                    code="ambiguous_id", details={"candidates": candidates[:10]})
 
 
-def _by_qualified_name(index: Any, ident: str, connection: str | None) -> dict[str, Any] | None:
+def _by_qualified_name(index: RetrievalIndex, ident: str, connection: str | None) -> dict[str, Any] | None:
     scope = connection or "*"
     parts = ident.split(".")
     names = [ident] + ([".".join(parts[1:])] if len(parts) >= 3 else [])  # catalog.db.name -> db.name
@@ -98,7 +101,7 @@ def entry_name(row: dict[str, Any]) -> str:
     return public_id(row["id"], discover_kind(row["kind"], meta), meta)
 
 
-def by_path(index: Any, ident: str, *, connection: str | None, user: str) -> dict[str, Any]:
+def by_path(index: RetrievalIndex, ident: str, *, connection: str | None, user: str) -> dict[str, Any]:
     """The document a project file path names: the file's own (a page, a source, the one table of a shard),
     or with ``#entry`` one entry of it (``_schema/shop/shop.main.yaml#orders``, ``...#orders.status``,
     ``semantic-layer/shop/orders.yaml#revenue``)."""

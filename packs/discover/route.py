@@ -23,13 +23,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from packs.discover.forms import SYNONYM, Term
 from packs.discover.lexicon import WHERE_NAME, Lexicon, Table
 from packs.discover.rank import Candidate, candidate_from_row, first_rank
+
+if TYPE_CHECKING:
+    from khive.index.engine import RetrievalIndex
 
 COVER = 2.0  # first ranks for a table covering every term of the query by its name
 ROUTE = 1.5  # first ranks for the tables of the best unit
@@ -165,7 +168,7 @@ def route(terms: Sequence[Term], weights: list[float], lexicon: Lexicon, scored:
     return {unit: value / top for unit, value in mass.items()} if top > 0 else {}
 
 
-def _neighbours(index: Any, ids: Sequence[str]) -> dict[str, set[str]]:
+def _neighbours(index: RetrievalIndex, ids: Sequence[str]) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for direction in ("out", "in"):
         for owner, edges in index.edge_map(list(ids), direction=direction, relations=["fk"]).items():
@@ -204,7 +207,7 @@ def greedy(members: list[Scored], weights: list[float]) -> list[Scored]:
     return order + rest
 
 
-def structure(index: Any, lexicon: Lexicon, scored: dict[str, Scored], shares: dict[int, float],
+def structure(index: RetrievalIndex, lexicon: Lexicon, scored: dict[str, Scored], shares: dict[int, float],
               connection: str | None, n_terms: int, weights: list[float]) -> None:
     """Bridges between the best tables of each routed unit, then the unit's fill."""
     routed = [unit for unit, share in sorted(shares.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -278,7 +281,7 @@ def _public(doc_id: str) -> str:
     return doc_id.split(":", 2)[-1]
 
 
-def apply(index: Any, lexicon: Lexicon, found: dict[str, Candidate], terms: Sequence[Term], *,
+def apply(index: RetrievalIndex, lexicon: Lexicon, found: dict[str, Candidate], terms: Sequence[Term], *,
           connection: str | None, depth: int) -> None:
     """Add the best ``depth`` tables and their matched columns to ``found``, scored in first ranks."""
     weights = idfs(terms, lexicon)

@@ -7,7 +7,7 @@ import re
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from khive import budget
 from packs.discover import balance, coverage, deliver, forms, lexicon, pages, rank, relations, route
@@ -16,6 +16,10 @@ from packs.discover.pages import PageFilter, Scope
 from packs.discover.rank import Candidate
 from packs.discover.refs import matched_on, public_id, raw_fields, snippet_of, summary_of
 from packs.discover.text import matched_terms, query_terms
+
+if TYPE_CHECKING:
+    from khive.index.engine import RetrievalIndex
+    from khive.project.store import FileStore
 
 WIKI_KINDS = ("wiki",)
 SORTING = re.compile(r"\b(?:order(?:ed)?|sort(?:ed)?|group(?:ed)?|rank(?:ed)?)\s+(?:them\s+|it\s+)?by\b", re.I)
@@ -32,7 +36,7 @@ class Ranked:
     why: dict[str, str] = field(default_factory=dict)
 
 
-def rank_candidates(index: Any, query: str, *, connection: str | None, user: str, include_recaps: bool,
+def rank_candidates(index: RetrievalIndex, query: str, *, connection: str | None, user: str, include_recaps: bool,
                     depth: int, today: dt.date, page_filter: PageFilter | None = None) -> Ranked:
     """Every candidate, best first; without ``scopes`` the question's scopes are inferred from the wiki."""
     terms = query_terms(SORTING.sub(" ", query))
@@ -52,7 +56,7 @@ def rank_candidates(index: Any, query: str, *, connection: str | None, user: str
     return Ranked(rank.ordered(found.values()), engines, terms, expanded, inferred, why)
 
 
-def uncovered(index: Any, terms: Sequence[Term], connection: str | None) -> list[str]:
+def uncovered(index: RetrievalIndex, terms: Sequence[Term], connection: str | None) -> list[str]:
     """Query terms that nothing in scope reaches: no wiki or SL document, no catalog word."""
     words = [term.word for term in terms]
     covered = index.covered_terms(words, kinds=WIKI_KINDS)
@@ -62,7 +66,7 @@ def uncovered(index: Any, terms: Sequence[Term], connection: str | None) -> list
     return [word for word in words if word not in covered]
 
 
-def columns_of(index: Any, tables: Sequence[str]) -> dict[str, list[str]]:
+def columns_of(index: RetrievalIndex, tables: Sequence[str]) -> dict[str, list[str]]:
     edges = index.edge_map(list(tables), relations=["contains"])
     return {table: [target.rsplit(".", 1)[-1] for _, target in found] for table, found in edges.items()}
 
@@ -93,7 +97,7 @@ _PAGES: weakref.WeakKeyDictionary[Any, tuple[int, str, pages.Folders, list[dict[
     weakref.WeakKeyDictionary()
 
 
-def wiki_view(index: Any, user: str) -> tuple[pages.Folders, list[dict[str, Any]]]:
+def wiki_view(index: RetrievalIndex, user: str) -> tuple[pages.Folders, list[dict[str, Any]]]:
     """(the folders of the pages the caller sees, the ``relevance: always`` floor), kept per index generation."""
     cached = _PAGES.get(index)
     if cached is not None and cached[:2] == (index.generation, user):
@@ -107,7 +111,7 @@ def wiki_view(index: Any, user: str) -> tuple[pages.Folders, list[dict[str, Any]
     return folders, floor
 
 
-def _floor_pages(index: Any, seen: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _floor_pages(index: RetrievalIndex, seen: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``relevance: always`` pages: what an agent should see whatever it asked."""
     rows = [row for row in seen if "always" in (row["metadata"].get("relevance") or [])]
     superseded = index.incoming([relations.wiki_id(str(r["metadata"].get("key"))) for r in rows], "supersedes")
@@ -121,15 +125,15 @@ def _floor_pages(index: Any, seen: list[dict[str, Any]]) -> list[dict[str, Any]]
     return out
 
 
-def floor_pages(index: Any, user: str, page_filter: PageFilter | None = None) -> list[dict[str, Any]]:
+def floor_pages(index: RetrievalIndex, user: str, page_filter: PageFilter | None = None) -> list[dict[str, Any]]:
     """The floor, with the page filter applied (an ``always`` page is in every phase)."""
     keep = page_filter or PageFilter()
     return [{k: v for k, v in page.items() if k != "metadata"} for page in wiki_view(index, user)[1]
             if keep.keeps(page["metadata"])]
 
 
-def run(index: Any, files: Any, *, query: str, kinds: Sequence[str] | None, connection: str | None, limit: int,
-        explain: bool, budget_tokens: int | None, user: str, include_recaps: bool, today: dt.date,
+def run(index: RetrievalIndex, files: FileStore, *, query: str, kinds: Sequence[str] | None, connection: str | None,
+        limit: int, explain: bool, budget_tokens: int | None, user: str, include_recaps: bool, today: dt.date,
         page_filter: PageFilter | None = None, render_bodies: bool = False) -> dict[str, Any]:
     index.refresh()
     depth = max(limit * 3, 40)

@@ -7,11 +7,14 @@ scan and sl index sources already index what this pack writes; it contributes no
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from khive import __version__
-from khive.hookspecs import OverviewPart, PackInfo, WarmTask, hookimpl
+from khive.hookspecs import ConfigSection, OverviewPart, PackInfo, WarmTask, hookimpl
 from khive.verbs import Verb
+
+if TYPE_CHECKING:
+    from khive.services import Services
 
 
 @hookimpl
@@ -27,7 +30,7 @@ def khive_register_verbs() -> Sequence[Verb]:
 
 
 @hookimpl
-def khive_warm(runtime: Any) -> Sequence[WarmTask]:
+def khive_warm(runtime: Services) -> Sequence[WarmTask]:
     """In a warm daemon, load sqlglot's dialects and the analyzer before the first ingest needs them."""
     drivers = sorted({c.driver for c in runtime.config.connections.values() if c.historicSql})
 
@@ -46,6 +49,13 @@ def _load_parser(drivers: Sequence[str]) -> None:
 
     for driver in drivers:
         Normalizer(DIALECTS[driver]).normalize("SELECT 1 FROM t WHERE a = 1")  # builds the dialect's tables
+
+
+@hookimpl
+def khive_config_sections() -> Sequence[ConfigSection]:
+    from packs.historic_sql.config import connection_settings
+
+    return [ConfigSection("historicSql", connection_settings)]
 
 
 @hookimpl

@@ -12,16 +12,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from khive.connections.config import ConnectionConfig
 from khive.errors import ConfigError
 from khive.project.store import inside
-from khive.runtime import Runtime
 from packs.historic_sql.config import HistoricSqlConfig
 from packs.historic_sql.prime import Primer
 from packs.historic_sql.readers import ReaderResult
 from packs.historic_sql.readers._warehouse import Runner
+
+if TYPE_CHECKING:
+    from khive.services import Services
 
 DIALECTS = {"postgres": "postgres", "sqlite": "sqlite", "duckdb": "duckdb", "mysql": "mysql", "bigquery": "bigquery",
             "snowflake": "snowflake"}
@@ -33,7 +35,7 @@ def search_path(connection: ConnectionConfig, settings: HistoricSqlConfig) -> tu
     return tuple(settings.searchPath) or SEARCH_PATHS.get(connection.driver, ())
 
 
-def query_log(runtime: Runtime, name: str, settings: HistoricSqlConfig) -> Path | None:
+def query_log(runtime: Services, name: str, settings: HistoricSqlConfig) -> Path | None:
     if settings.queryLog is None:
         return None
     path = Path(settings.queryLog)
@@ -41,7 +43,7 @@ def query_log(runtime: Runtime, name: str, settings: HistoricSqlConfig) -> Path 
     return path if path.is_absolute() else inside(runtime.project, path)
 
 
-def read_history(runtime: Runtime, name: str, settings: HistoricSqlConfig, *, primer: Primer | None = None
+def read_history(runtime: Services, name: str, settings: HistoricSqlConfig, *, primer: Primer | None = None
                  ) -> ReaderResult:
     connection = runtime.connection(name)
     dialect = DIALECTS[connection.driver]
@@ -65,7 +67,7 @@ def read_history(runtime: Runtime, name: str, settings: HistoricSqlConfig, *, pr
                                "fix": "queryLog: logs/queries.jsonl (sql, user, started_at, duration_ms, rows, error)"})
 
 
-def dsn(runtime: Runtime, name: str, connection: ConnectionConfig, settings: HistoricSqlConfig) -> str:
+def dsn(runtime: Services, name: str, connection: ConnectionConfig, settings: HistoricSqlConfig) -> str:
     """The history reader's connection string: ``historicSql.url`` (a role allowed to read every role's
     statements) when set, else the connection's own url."""
     if settings.url:
@@ -74,7 +76,7 @@ def dsn(runtime: Runtime, name: str, connection: ConnectionConfig, settings: His
 
 
 @contextmanager
-def warehouse_runner(runtime: Runtime, name: str) -> Iterator[Runner]:
+def warehouse_runner(runtime: Services, name: str) -> Iterator[Runner]:
     """``runner(sql) -> rows as dicts`` on a driver leased from the connection's pool (BigQuery, Snowflake)."""
     connection = runtime.connection(name)
     with runtime.drivers.pool(name).lease(connection.statement_timeout_s) as lease:
@@ -88,7 +90,7 @@ def warehouse_runner(runtime: Runtime, name: str) -> Iterator[Runner]:
         yield runner
 
 
-def _warehouse(runtime: Runtime, name: str, connection: ConnectionConfig, settings: HistoricSqlConfig
+def _warehouse(runtime: Services, name: str, connection: ConnectionConfig, settings: HistoricSqlConfig
                ) -> ReaderResult:
     with warehouse_runner(runtime, name) as runner:
         if connection.driver == "bigquery":

@@ -234,7 +234,7 @@ def tables_and_ctes(tree: exp.Expr) -> tuple[list[exp.Table], list[exp.CTE]]:
     for node in tree.find_all(exp.Table, exp.CTE):
         if isinstance(node, exp.CTE):
             ctes.append(node)
-        else:
+        elif isinstance(node, exp.Table):
             tables.append(node)
     return tables, ctes
 

@@ -4,7 +4,7 @@ is stale (pattern pages marked ``stale_since`` are wiki pages: the wiki's part r
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from khive.errors import ConfigError
 from khive.hookspecs import OverviewFacts, OverviewPart
@@ -14,10 +14,13 @@ from packs.historic_sql.catalog import LIVE
 from packs.historic_sql.config import connection_settings
 from packs.historic_sql.stage import read_manifest, sync_ids
 
+if TYPE_CHECKING:
+    from khive.services import Services
+
 TOP_TABLES = 5
 
 
-def collect(runtime: Any) -> OverviewFacts:
+def collect(runtime: Services) -> OverviewFacts:
     per: dict[str, dict[str, Any]] = {}
     stale: list[dict[str, str]] = []
     patterns_total = 0

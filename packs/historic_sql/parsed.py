@@ -15,6 +15,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from khive.gcpause import paused_gc as shared_pause
+
 Clause = Literal["select", "where", "join", "groupBy", "orderBy", "having"]
 CLAUSES: tuple[Clause, ...] = ("select", "where", "join", "groupBy", "orderBy", "having")
 
@@ -70,17 +72,15 @@ def paused_gc() -> Iterator[None]:
 
     Tens of thousands of parse results are millions of tuples; with the collector on, loading them
     costs several times the loading itself. Nothing built here is cyclic, so pausing loses nothing.
-    Inside ``frozen_until_exit`` what was built is then frozen, not left for the next collections.
+    Inside ``frozen_until_exit`` what was built is then frozen, not left for the next collections. The
+    pause is the shared one (``khive.gcpause``), counted across the daemon's concurrent requests.
     """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if _FREEZE.get():
-            gc.freeze()
-        if enabled:
-            gc.enable()
+    with shared_pause():
+        try:
+            yield
+        finally:
+            if _FREEZE.get():
+                gc.freeze()
 
 
 @contextmanager

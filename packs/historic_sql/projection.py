@@ -196,9 +196,11 @@ def sl_sources_by_table(files: FileStore, connection: str, tables: set[str]) -> 
             data = yaml.load(files.read_text(path) or "") or {}
         except Exception:
             continue
-        table, name = data.get("table") if isinstance(data, dict) else None, data.get("name")
+        if not isinstance(data, dict):
+            continue
+        table, name = data.get("table"), data.get("name")
         if isinstance(table, str) and isinstance(name, str):
-            key = _match(table, {}, tables, by_name)
-            if key is not None:
-                out.setdefault(key, []).append(name)
+            matched = _match(table, {}, tables, by_name)
+            if matched is not None:
+                out.setdefault(matched, []).append(name)
     return {key: sorted(names) for key, names in out.items()}

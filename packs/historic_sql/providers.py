@@ -1,7 +1,7 @@
 """Digest providers: who turns a work unit's staged input into a validated usage or patterns digest.
 
     deterministic  ``digest.py``, always available, the fallback of the others
-    sampling       the MCP client's own LLM (``ctx.extra["sample"]``, see khive/mcp_sampling.py); a client
+    sampling       the MCP client's own LLM (``ctx.sampler``, see khive/services.py); a client
                    that offers no sampling gets deterministic digests. Without an MCP session (``khive
                    ingest`` on the CLI) the units stay pending until a client calls ``historic_sql.digest``;
                    that verb without a session (forwarded to the daemon) digests deterministically.
@@ -19,7 +19,6 @@ import anyio
 import orjson
 
 from khive.context import Context
-from khive.mcp_sampling import SAMPLE_KEY
 from packs.historic_sql import digest, evidence
 from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.config import HistoricSqlConfig
@@ -62,7 +61,7 @@ async def digest_units(ctx: Context, connection: str, run: Path, units: list[Wor
     rejected: list[dict[str, str]] = []
     if provider == "agent" or not units:
         return {"digests": counts, "rejected": rejected}
-    sampler = (ctx.extra or {}).get(SAMPLE_KEY)
+    sampler = ctx.sampler
     if provider == "sampling" and sampler is None and wait_for_session:
         return {"digests": counts, "rejected": rejected}  # no MCP session here: historic_sql.digest from a client
     sampling = provider == "sampling" and sampler is not None and sampler.available

@@ -8,7 +8,7 @@ import orjson
 from pydantic import Field
 
 from khive.context import Context
-from khive.errors import InvalidArgs, NotFound, OpError
+from khive.errors import InvalidArgs, KhiveError, NotFound, OpError
 from khive.verbs import Params, Verb, Visibility
 from packs.historic_sql import evidence, history, ingest, pages, results
 from packs.historic_sql.catalog import Catalog
@@ -211,18 +211,18 @@ def probe(params: ConnectionParams, ctx: Context) -> dict[str, Any]:
 
 
 def _postgres_probe(ctx: Context, name: str, settings: HistoricSqlConfig) -> list[dict[str, Any]]:
-    import psycopg
-
-    from packs.historic_sql.readers.postgres import connect
+    from packs.historic_sql.readers.postgres import connect, connection_failed
     from packs.historic_sql.readers.postgres import probe as pg_probe
 
     connection = ctx.runtime.connection(name)
     try:
-        with connect(history.dsn(ctx.runtime, name, connection, settings), connection.statement_timeout_s) as conn:
+        with connect(history.dsn(ctx.runtime, name, connection, settings), connection.statement_timeout_s,
+                     connection=name) as conn:
             found, _ = pg_probe(conn)
-    except psycopg.Error as exc:
-        return [{"severity": "error", "code": "connection_failed", "message": " ".join(str(exc).split()),
-                 "fix": "check the connection string and that the server accepts this role"}]
+    except KhiveError as exc:
+        if exc.code != "connection_failed":
+            raise
+        return [connection_failed(exc).model_dump(mode="json")]
     findings = [f.model_dump(mode="json") for f in found]
     if settings.url is None and not {f["code"] for f in findings} & {"insufficient_privilege", "extension_unavailable"}:
         findings.append({"severity": "warning", "code": "shared_role",

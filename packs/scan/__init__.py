@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from khive import __version__
-from khive.hookspecs import EdgeRule, OverviewPart, PackInfo, hookimpl
+from khive.hookspecs import EdgeRule, IndexSource, OverviewPart, PackInfo, hookimpl
 from khive.verbs import Verb
+
+if TYPE_CHECKING:
+    from khive.services import Services
 
 
 @hookimpl
@@ -23,7 +26,7 @@ def khive_register_verbs() -> Sequence[Verb]:
 
 
 @hookimpl
-def khive_index_sources(runtime: Any) -> Sequence[Any]:
+def khive_index_sources(runtime: Services) -> Sequence[IndexSource]:
     from packs.scan.index import source_for
 
     return [source_for(runtime.files, runtime.project, runtime.redactor)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from pydantic.alias_generators import to_camel
@@ -20,6 +20,9 @@ from khive.connections.selection import internal_object
 from khive.project.config import RunsConfig
 from khive.project.runs import completed_runs, json_bytes, prune_runs, staged_run
 from khive.project.store import inside
+
+if TYPE_CHECKING:
+    from khive.services import Services
 
 LIVE = "live-database"
 TABLES_FILE = "tables.json"
@@ -66,10 +69,13 @@ def read_run_tables(project: Path, connection: str, sync_id: str) -> dict[str, d
             if internal_object(data["db"], data["name"]) is None}
 
 
-def cached_run_tables(runtime: Any, connection: str, sync_id: str) -> dict[str, dict[str, Any]]:
+RunTables = dict[tuple[str, str], dict[str, dict[str, Any]]]
+
+
+def cached_run_tables(runtime: Services, connection: str, sync_id: str) -> dict[str, dict[str, Any]]:
     """A run's table artifacts; runs are immutable, so a warm process reads each one once (last 4 kept)."""
-    runs: dict[tuple[str, str], dict[str, dict[str, Any]]] = runtime.services.setdefault("scan.runs", {})
-    guard: threading.Lock = runtime.services.setdefault("scan.runs.lock", threading.Lock())  # verbs run in threads
+    runs: RunTables = runtime.pack_state("scan.runs", RunTables)
+    guard = runtime.pack_state("scan.runs.lock", threading.Lock)  # verbs run in worker threads
     key = (connection, sync_id)
     found = runs.get(key)
     if found is None:

@@ -4,16 +4,19 @@ largest tables; a connection never scanned is stale."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from khive.hookspecs import OverviewFacts, OverviewPart
 from khive.project.runs import sync_time
 from packs.scan.artifacts import cached_run_tables, latest_sync, read_report
 
+if TYPE_CHECKING:
+    from khive.services import Services
+
 LARGEST = 3
 
 
-def collect(runtime: Any) -> OverviewFacts:
+def collect(runtime: Services) -> OverviewFacts:
     per: dict[str, dict[str, Any]] = {}
     stale: list[dict[str, str]] = []
     total = 0

@@ -6,19 +6,16 @@ steps, and every step (database reads, inference, the diff, the writes) runs thr
 
 from __future__ import annotations
 
-import gc
-import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import Any
 
 from khive.connections.catalog import ColumnSample, ExcludedObject
 from khive.connections.selection import choose_tables
 from khive.context import Context
+from khive.gcpause import paused_gc
 from khive.project.runs import json_bytes, new_sync_id
 from packs.scan.artifacts import (
     REPORT_FILE,
@@ -42,38 +39,6 @@ SAMPLE_BATCH = 25  # tables per sampling call, so progress moves on large schema
 MAX_LISTED = 50  # excluded objects named in the report (all are counted)
 
 
-class _GcPause:
-    """No cyclic GC while a scan builds its catalog, artifacts and shards.
-
-    A 1,000-table scan allocates about a million small objects, none of them cyclic; with the collector
-    on, its full passes over everything alive cost a fifth to a third of the scan. Reference counting
-    still frees what goes. Overlapping scans share one pause; a collector someone else turned off stays off.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._depth = 0
-        self._restore = False
-
-    @contextmanager
-    def __call__(self) -> Iterator[None]:
-        with self._lock:
-            if self._depth == 0:
-                self._restore = gc.isenabled()
-                gc.disable()
-            self._depth += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._depth -= 1
-                if self._depth == 0 and self._restore:
-                    gc.enable()
-
-
-_paused_gc = _GcPause()
-
-
 def relationship_dict(rel: InferredRelationship) -> dict[str, Any]:
     return {"fromDb": rel.from_db, "fromTable": rel.from_table, "fromColumns": list(rel.from_columns),
             "toDb": rel.to_db, "toTable": rel.to_table, "toColumns": list(rel.to_columns),
@@ -82,7 +47,7 @@ def relationship_dict(rel: InferredRelationship) -> dict[str, Any]:
 
 
 async def run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str, Any]:
-    with _paused_gc():
+    with paused_gc():  # a scan allocates about a million small objects, none of them cyclic
         return await _run_scan(ctx, connection, trigger=trigger)
 
 

@@ -21,7 +21,7 @@ import orjson
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.nodes import ScalarNode
 
-from khive.project.config import STATE_DIR
+from khive.project.locate import STATE_DIR
 from khive.project.store import FileStore
 from khive.project.yamldoc import schema_shard_yaml
 from packs.scan.examples import SHOWN

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
 from khive import sink
+from khive.connections.config import DriverName
 from khive.connections.readonly import TIMEOUT_DOC, run_read_only
 from khive.connections.sqlgate import check_sql
 from khive.context import Context
 from khive.verbs import Params, Verb
 from packs.scan.results import ExecuteResult, ValidateResult
 
-Dialect = Literal["sqlite", "duckdb", "postgres", "mysql", "bigquery", "snowflake"]
+Dialect = DriverName  # driver names are sqlglot dialect names
 
 
 class ExecuteParams(Params):

@@ -21,8 +21,7 @@ from packs.scan.sqlverbs import SQL_VERBS
 
 
 def _shard_cache(ctx: Context) -> ShardCache:
-    cache: ShardCache = ctx.runtime.services.setdefault("scan.shards", {})
-    return cache
+    return ctx.runtime.pack_state("scan.shards", ShardCache)
 
 
 def _run_tables(ctx: Context, connection: str, sync: str) -> dict[str, dict[str, Any]]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
@@ -35,7 +35,11 @@ from packs.sl.guesses import guess, misread
 from packs.sl.index import known_sources
 from packs.sl.models import NAME_RE, Source
 from packs.sl.store import dump_yaml, list_sources, load_yaml, source_path, to_commented
-from packs.sl.validate import Known, check_model, check_text
+from packs.sl.validate import Known, check_model, check_text, errors
+
+if TYPE_CHECKING:
+    from khive.index.engine import RetrievalIndex
+    from khive.project.store import FileStore
 
 HEADER = ("# Written by sl.bootstrap from the latest scan. Edit freely: a later bootstrap only adds missing\n"
           "# columns, measures and joins and refreshes descriptions.db; everything else you write is kept.\n")
@@ -44,7 +48,7 @@ TYPE_MAP = {"number": "number", "integer": "number", "timestamp": "time", "date"
 KEY_ORDER = ("name", "descriptions", "table", "sql", "grain", "columns", "measures", "joins", "segments", "usage")
 
 
-def read_shards(files: Any, connection: str) -> dict[str, dict[str, Any]]:
+def read_shards(files: FileStore, connection: str) -> dict[str, dict[str, Any]]:
     """``db.name`` -> shard entry of every live table of the connection (read as files, not through scan);
     server internals a scan recorded before they were left out never become sources."""
     out: dict[str, dict[str, Any]] = {}
@@ -73,7 +77,7 @@ def _free(name: str, taken: set[str]) -> str:
 class _Existing:
     """The connection's source files: which table each reads, and their text."""
 
-    def __init__(self, files: Any, connection: str):
+    def __init__(self, files: FileStore, connection: str):
         self.texts: dict[str, str] = {}
         self.paths: dict[str, str] = {}
         self.by_table: dict[str, list[str]] = {}
@@ -362,7 +366,7 @@ def bootstrap_connection(ctx: Context, connection: str) -> dict[str, Any]:
     return {**report, "renamed": renamed}
 
 
-def _other_tables(index: Any, connection: str) -> dict[str, list[str]]:
+def _other_tables(index: RetrievalIndex, connection: str) -> dict[str, list[str]]:
     """Folded source-safe table name -> the other scanned connections that have a table of that name."""
     found: dict[str, set[str]] = {}
     for row in index.documents(kind="table"):
@@ -388,7 +392,7 @@ def _write_plan(ctx: Context, connection: str, dialect: str, planned: dict[str, 
         if old is not None and text == old:
             report["unchanged"].append(path)
             continue
-        _, problems = check_text(text, path, dialect=dialect, known=context)
+        problems = errors(check_text(text, path, dialect=dialect, known=context)[1])
         if problems:
             report["errors"].append({"path": path, "problems": [p.to_dict() for p in problems]})
             continue

@@ -26,14 +26,14 @@ from packs.sl.store import SL_ROOT, list_sources
 from packs.sl.validate import parse_source
 
 if TYPE_CHECKING:
-    from khive.runtime import Runtime
+    from khive.services import Services
 
 
 Include = Literal["sql", "plan"]
 MAX_ITEMS = 100  # measures, dimensions, filters, ...: each one is planned and parsed; no query needs more
 
 
-def load_sources(runtime: Runtime, connection: str) -> tuple[dict[str, Source], list[str]]:
+def load_sources(runtime: Services, connection: str) -> tuple[dict[str, Source], list[str]]:
     """The connection's sources by name, and a note for every file that did not load (it is skipped)."""
     runtime.connection(connection)  # unknown connection: connection_not_found
     found = list_sources(runtime.files, connection)

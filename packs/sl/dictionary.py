@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -20,9 +20,11 @@ from khive.connections.selection import internal_object
 from khive.project.store import inside
 from khive.project.yamldoc import safe_yaml
 from khive.redact import Redactor
-from khive.runtime import Runtime
 from khive.secretnames import secret_name
 from packs.sl.index import DIMENSION_KIND, indexed_sources
+
+if TYPE_CHECKING:
+    from khive.services import Services
 
 LIVE = "live-database"
 MATCH_ORDER = {"exact": 0, "prefix": 1, "substring": 2}
@@ -49,7 +51,7 @@ class Profile:
     origin: str = "scan_samples"
 
 
-def latest_sync(runtime: Runtime, connection: str) -> str | None:
+def latest_sync(runtime: Services, connection: str) -> str | None:
     root = inside(runtime.project, Path("raw-sources", connection, LIVE))  # refused if a symlink leads elsewhere
     if not root.is_dir():
         return None
@@ -57,7 +59,7 @@ def latest_sync(runtime: Runtime, connection: str) -> str | None:
     return runs[-1] if runs else None
 
 
-def scan_profiles(runtime: Runtime, connection: str) -> tuple[list[Profile], str | None, str]:
+def scan_profiles(runtime: Services, connection: str) -> tuple[list[Profile], str | None, str]:
     """(profiles, syncId, where from: artifacts | shards | none) of one connection's latest scan."""
     files = runtime.files
     redactor: Redactor | None = runtime.redactor  # runs and shards from before redaction: redacted as read
@@ -104,7 +106,7 @@ def scan_profiles(runtime: Runtime, connection: str) -> tuple[list[Profile], str
     return profiles, None, "shards" if shards else "none"
 
 
-def _hint_profiles(runtime: Runtime, connections: set[str]) -> list[Profile]:
+def _hint_profiles(runtime: Services, connections: set[str]) -> list[Profile]:
     """Sources' ``values`` hints, as profiles of the tables the sources read."""
     index = runtime.index
     tables = {meta["name"]: meta for meta in indexed_sources(index)}
@@ -132,7 +134,7 @@ def _short(table: str) -> str:
     return ".".join(table.casefold().split(".")[-2:])
 
 
-def dictionary_search(runtime: Runtime, query: str, connection: str | None, limit: int) -> dict[str, Any]:
+def dictionary_search(runtime: Services, query: str, connection: str | None, limit: int) -> dict[str, Any]:
     if connection is not None:
         runtime.connection(connection)  # unknown -> connection_not_found
     connections = [connection] if connection else sorted(runtime.config.connections)

@@ -9,7 +9,7 @@ measures and dimensions, ``sl_table`` from a source to the scanned table it read
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from khive.connections.selection import internal_object
 from khive.hookspecs import EdgeRule
@@ -17,6 +17,9 @@ from khive.index.documents import Document, Edge, FileSource, dedupe_edges, word
 from packs.sl.models import Source
 from packs.sl.store import SL_ROOT, split_path
 from packs.sl.validate import Known, parse_source
+
+if TYPE_CHECKING:
+    from khive.index.engine import RetrievalIndex
 
 SOURCE_KIND, MEASURE_KIND, DIMENSION_KIND = "sl_source", "sl_measure", "sl_dimension"
 TABLE_KIND = "table"  # the scan pack's documents (ids table:<connection>:<db>.<name>)
@@ -138,13 +141,13 @@ def _reads_server_internals(table: str) -> bool:
     return internal_object(parts[-2] if len(parts) > 1 else "", parts[-1]) is not None
 
 
-def indexed_sources(index: Any) -> list[dict[str, Any]]:
+def indexed_sources(index: RetrievalIndex) -> list[dict[str, Any]]:
     """Metadata of every indexed source (the index refreshed first)."""
     index.refresh()
     return [row["metadata"] for row in index.documents(kind=SOURCE_KIND)]
 
 
-def known_sources(index: Any) -> dict[str, Known]:
+def known_sources(index: RetrievalIndex) -> dict[str, Known]:
     """What every indexed source declares, by name: the context for reference checks."""
     return {meta["name"]: Known(meta["connectionId"], meta["name"], frozenset(meta.get("columns") or ()),
                                 frozenset(meta.get("measures") or ())) for meta in indexed_sources(index)}

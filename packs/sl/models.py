@@ -166,6 +166,10 @@ class Segment(_Model):
 
 
 class Usage(_Model):
+    """Written by historic_sql. Keys it does not write (a person's ``ownerNote``) are kept, never an error:
+    a machine-managed block must not make a source invalid; the validator reports them as info."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
     # camelCase: the block is written by historic_sql and keeps the payload's established names
     narrative: str | None = None
     frequencyTier: str | None = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, JsonValue
 
 from khive.results import Counts, OpenResult, Record, Result, Rows, SavedFile
@@ -41,6 +43,7 @@ class Problem(Result):
     field: str | None = Field(examples=["measures[1].expr"])
     message: str = Field(examples=["unknown column totl"])
     fix: str = Field(examples=["did you mean total?"])
+    severity: Literal["error", "info"] = Field(examples=["error"], description="info: kept, never invalidates")
 
 
 class Backlink(Result):

@@ -12,7 +12,7 @@ import difflib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import sqlglot
 from pydantic import BaseModel, ValidationError
@@ -40,9 +40,11 @@ class Problem:
     field: str
     message: str
     fix: str = ""
+    severity: Literal["error", "info"] = "error"  # info: worth knowing, never makes the source invalid
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "field": self.field, "message": self.message, "fix": self.fix}
+        return {"file": self.file, "line": self.line, "field": self.field, "message": self.message, "fix": self.fix,
+                "severity": self.severity}
 
     def __str__(self) -> str:
         text = f"{self.file}:{self.line}: {self.field or '(source)'}: {self.message}"
@@ -116,9 +118,22 @@ def check_text(text: str, path: str, *, dialect: str | None, known: Mapping[str,
     if source is None:
         return None, problems
     problems = _references(path, data, source, dialect, known)
-    if problems and not isinstance(data, CommentedMap):  # read fast: read again for the lines
-        problems = _references(path, load_yaml(text), source, dialect, known)
-    return source, problems
+    kept = sorted((source.usage.model_extra or {}) if source.usage else {})
+    if (problems or kept) and not isinstance(data, CommentedMap):  # read fast: read again for the lines
+        data = load_yaml(text)
+        problems = _references(path, data, source, dialect, known)
+    return source, problems + [_kept_key(path, data, "usage", key) for key in kept]
+
+
+def errors(problems: list[Problem]) -> list[Problem]:
+    """The problems that make a source invalid (infos do not)."""
+    return [problem for problem in problems if problem.severity == "error"]
+
+
+def _kept_key(path: str, data: Any, block: str, key: str) -> Problem:
+    return Problem(path, line_of(data, (block, key)), f"{block}.{key}",
+                   f"{block}.{key} is not a key khive writes in this machine-managed block; it is kept as written",
+                   severity="info")
 
 
 def _references(path: str, data: Any, source: Source, dialect: str | None, known: Mapping[str, Known]

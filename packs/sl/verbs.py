@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import re
 from typing import Annotated, Any, Literal
 
@@ -19,6 +17,8 @@ from khive.project.yamldoc import YamlLimitError, plain, safe_yaml
 from khive.verbs import Params, Verb, Visibility
 from packs.sl import results
 from packs.sl.bootstrap import bootstrap_connection
+from packs.sl.compile_verbs import COMPILE_VERBS
+from packs.sl.dbt_verbs import DBT_VERBS
 from packs.sl.dictionary import dictionary_search
 from packs.sl.index import (
     SOURCE_KIND,
@@ -38,16 +38,9 @@ from packs.sl.store import (
     to_commented,
     write_key,
 )
-from packs.sl.validate import Problem, check_model, check_text, invalid_source
+from packs.sl.validate import Problem, check_model, check_text, errors, invalid_source
 
 CANONICAL_KEYS = tuple(field.alias or name for name, field in Source.model_fields.items())
-
-
-def _optional_verbs(module: str, name: str) -> tuple[Verb, ...]:
-    """Verbs of a sibling module that may not exist yet (the compiler and the dbt import)."""
-    if importlib.util.find_spec(module) is None:
-        return ()
-    return tuple(getattr(importlib.import_module(module), name))
 
 
 def _dialect(ctx: Context, connection: str) -> str:
@@ -261,8 +254,8 @@ def write(params: WriteParams, ctx: Context) -> dict[str, Any]:
     def update(old: str | None) -> str:
         existed.append(old is not None)
         _, text, problems = _check(ctx, params, old)
-        if problems:
-            raise invalid_source(problems)
+        if errors(problems):
+            raise invalid_source(errors(problems))
         return text
 
     result = files.update(path, update, author=ctx.principal, message=f"sl: write {path}")
@@ -277,7 +270,7 @@ def validate(params: WriteParams, ctx: Context) -> dict[str, Any]:
     name = params.target_name()
     old = ctx.runtime.files.read_text(source_path(params.connection, name)) if name else None
     path, _, problems = _check(ctx, params, old)
-    return {"valid": not problems, "name": name, "path": path, "exists": old is not None,
+    return {"valid": not errors(problems), "name": name, "path": path, "exists": old is not None,
             "problems": [p.to_dict() for p in problems]}
 
 
@@ -319,6 +312,6 @@ VERBS = (
     Verb("sl.bootstrap", BootstrapParams, bootstrap, bootstrap.__doc__ or "", visibility=Visibility.OPERATOR,
          write_keys=lambda p: [f"sl:{p.connection}/*"], write_key_rule="sl:<connection>/*", read_only=False,
          result=results.BootstrapResult),
-    *_optional_verbs("packs.sl.compile_verbs", "COMPILE_VERBS"),
-    *_optional_verbs("packs.sl.dbt_verbs", "DBT_VERBS"),
+    *COMPILE_VERBS,
+    *DBT_VERBS,
 )

@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING
 
 from khive.hookspecs import OverviewFacts, OverviewPart
 from packs.wiki.page import GLOBAL, locate, split_frontmatter
+
+if TYPE_CHECKING:
+    from khive.services import Services
 
 TOPICS = 12
 _STALE = re.compile(r"^stale_since:\s*['\"]?([0-9-]+)", re.M)
 _ARCHIVED = re.compile(r"^archived:\s*true\b", re.M | re.I)
 
 
-def collect(runtime: Any) -> OverviewFacts:
+def collect(runtime: Services) -> OverviewFacts:
     topics: Counter[str] = Counter()
     personal = 0
     stale: list[dict[str, str]] = []

@@ -135,3 +135,14 @@ def test_scan_command_scans_a_connection(project: Path) -> None:
     assert report["counts"]["tables"] == 2 and report["diffSummary"]["tables"]["unchanged"] == 2
     missing = khive("scan", "nope", cwd=project)
     assert missing.returncode == 1 and "connection_not_found" in missing.stdout
+
+
+def test_a_packs_config_block_is_checked_when_the_runtime_starts(project: Path) -> None:
+    # the mistake is in historic_sql's block, which that pack validates through khive_config_sections
+    config = project / "khive.yaml"
+    config.write_text(config.read_text().replace("connections: {}\n", (
+        "connections:\n  local:\n    driver: sqlite\n    path: data/shop.sqlite\n"
+        "    historicSql: {enabled: true, windowDay: 30}\n")))
+    result = khive("request", "ping()", cwd=project)
+    assert result.returncode == 2, result.stdout
+    assert "connections.local.historicSql.windowDay" in result.stderr and "windowDays" in result.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import anyio
 
-from khive.cli_progress import RichProgressSink
+from khive.cli.progress import RichProgressSink
 
 
 def test_rich_sink_tracks_reports() -> None:

@@ -911,13 +911,14 @@ def test_snowflake_catalog_from_recorded_results() -> None:
     )
 
 
-@pytest.mark.parametrize(("driver_class", "library"), [(BigQueryDriver, "google.cloud.bigquery"),
-                                                       (SnowflakeDriver, "snowflake.connector")])
+@pytest.mark.parametrize(("driver_class", "library", "session_module"),
+                         [(BigQueryDriver, "google.cloud.bigquery", "khive.connections.bqsession"),
+                          (SnowflakeDriver, "snowflake.connector", "khive.connections.sfsession")])
 def test_warehouse_without_client_library(driver_class: type[BigQueryDriver] | type[SnowflakeDriver], library: str,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+                                          session_module: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # as on a machine without the extra: importing the client library fails
     monkeypatch.setitem(sys.modules, library, None)
-    monkeypatch.delitem(sys.modules, driver_class.session_class.partition(":")[0], raising=False)
+    monkeypatch.delitem(sys.modules, session_module, raising=False)
     driver = open_driver("wh", config(driver_class.name), secrets={})
     assert isinstance(driver, driver_class)
     for call in (driver.read_catalog, lambda: driver.execute("SELECT 1", limit=1, timeout_s=1)):

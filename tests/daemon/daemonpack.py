@@ -60,8 +60,8 @@ class SampleParams(Params):
 
 
 async def sample(params: SampleParams, ctx: Context) -> dict[str, Any]:
-    """Ask the caller's LLM through ``ctx.extra["sample"]``, as historic_sql's sampling provider does."""
-    sampler = (ctx.extra or {}).get("sample")
+    """Ask the caller's LLM through ``ctx.sampler``, as historic_sql's sampling provider does."""
+    sampler = ctx.sampler
     if sampler is None:
         return {"sampler": False, "pid": os.getpid()}
     if not sampler.available:  # as historic_sql does: fall back rather than ask a client that cannot sample

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from khive.cli import _command_of
-from khive.client import Call, Local, failed_envelope, forward_or_spawn
+from khive.cli.app import _command_of
 from khive.daemon import frames, protocol
+from khive.daemon.client import Call, Local, failed_envelope, forward_or_spawn
 from khive.daemon.paths import settings_from_env
 from khive.dsl import parse
 from khive.errors import ConfigError, DaemonError, PackLoadError

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from khive.demo.warehouse import WarehouseBuild, build_warehouse
+from khive.cli.demo.warehouse import WarehouseBuild, build_warehouse
 
 
 @pytest.fixture(scope="session")

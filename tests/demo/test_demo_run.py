@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from khive.demo.run import CONFIG, write_config
+from khive.cli.demo.run import CONFIG, write_config
 from khive.errors import ConfigError
 
 KHIVE = str(Path(sys.executable).parent / "khive")

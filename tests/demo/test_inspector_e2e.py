@@ -24,7 +24,7 @@ import anyio
 import pytest
 from rich.console import Console
 
-from khive.demo.run import run_demo
+from khive.cli.demo.run import run_demo
 
 pytestmark = pytest.mark.slow
 

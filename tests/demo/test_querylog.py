@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from khive.demo.querylog import TEMPLATES, generate_log, write_log
+from khive.cli.demo.querylog import TEMPLATES, generate_log, write_log
 from packs.historic_sql.config import HistoricSqlConfig
 from packs.historic_sql.readers.logfile import read_logfile
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import duckdb
 
-from khive.demo.schema import SCHEMAS, TABLES
-from khive.demo.warehouse import WarehouseBuild, build_warehouse
+from khive.cli.demo.schema import SCHEMAS, TABLES
+from khive.cli.demo.warehouse import WarehouseBuild, build_warehouse
 
 
 def fingerprint(path: Path) -> str:

@@ -14,6 +14,7 @@ from mcp_helpers import CLIENT_NAME
 
 from khive.bootstrap import open_runtime
 from khive.context import Context
+from khive.dsl.nodes import Request
 from khive.hookspecs import PackInfo, hookimpl
 from khive.mcp_server import INVALID_PARAMS, TOOL_NAME, build_server
 from khive.runtime import Runtime
@@ -54,7 +55,7 @@ async def faulty(project: Path) -> AsyncIterator[Runtime]:
         await runtime.aclose()
 
 
-async def broken_dispatcher(text: str, ctx: Context) -> dict[str, Any]:
+async def broken_dispatcher(text: str, request: Request, ctx: Context) -> dict[str, Any]:
     raise RuntimeError("the forwarder broke")
 
 

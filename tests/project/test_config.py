@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from khive.bootstrap import locate_project
+from khive.envref import resolve
 from khive.errors import ConfigError
-from khive.project.config import load_config, parse_config, referenced_variables, resolve_env
+from khive.project.config import load_config, parse_config, referenced_variables
 from khive.project.layout import STARTER_CONFIG, init_project
 
 
@@ -68,8 +69,8 @@ def test_invalid_yaml_reports_line() -> None:
 
 def test_missing_env_variable_is_named() -> None:
     with pytest.raises(ConfigError, match="KHIVE_NOPE"):
-        resolve_env("env:KHIVE_NOPE", {}, what="audit.url")
-    assert resolve_env("env:X", {"X": "v"}, what="x") == "v"
+        resolve("env:KHIVE_NOPE", {}, field="audit.url")
+    assert resolve("env:X", {"X": "v"}, field="x") == "v"
 
 
 def test_project_discovery_order(tmp_path: Path) -> None:

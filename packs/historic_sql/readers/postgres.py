@@ -25,8 +25,9 @@ template whose runs all took the same time gets p50 = p95 = mean.
 
 What PostgreSQL cannot say: failures (``errorRate`` is 0), when a statement last ran (``lastSeen``
 is None), and a time window (the counters run since the last reset; ``firstSeen`` is that reset,
-or the entry's own ``stats_since`` on PostgreSQL 17+). The reader opens its own read-only session
-(``default_transaction_read_only``, a statement timeout) and never writes.
+or the entry's own ``stats_since`` on PostgreSQL 17+). The reader runs on the shared PostgreSQL driver
+(``khive.connections.postgres``): a read-only session with a statement timeout, the search path pinned,
+and connection errors without the password; it never writes.
 """
 
 from __future__ import annotations
@@ -37,19 +38,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import psycopg
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict
-from psycopg.rows import dict_row
 
+from khive.connections.config import ConnectionConfig
+from khive.connections.postgres import PostgresDriver
 from khive.connections.types import PROBE_SQL_MARK
+from khive.errors import KhiveError
 from packs.historic_sql.config import HistoricSqlConfig
 from packs.historic_sql.filters import SERVICE_ACCOUNT, AccountRules, iso, parse_time
 from packs.historic_sql.models import AggregatedTemplate, ProbeFinding, TemplateStats
 from packs.historic_sql.normalize import Normalizer
 from packs.historic_sql.readers._common import ReaderResult, error, finish, info, text_markers, top_users, warning
 
-Connection = psycopg.Connection[dict[str, Any]]
 _Z95 = 1.6448536269514722  # standard normal quantile at 0.95
 
 _PROBE_SQL = PROBE_SQL_MARK + """
@@ -79,9 +79,21 @@ class Plan:
     stats_reset: datetime | None = None
 
 
-def probe(conn: Connection) -> tuple[list[ProbeFinding], Plan | None]:
+class HistoryDriver(PostgresDriver):
+    """The shared driver, named apart in pg_stat_activity (its own statements are left out of history)."""
+
+    application_name = "khive-historic-sql"
+
+
+def connect(dsn: str, timeout_s: float, *, connection: str = "historicSql") -> HistoryDriver:
+    """A driver for the history role's connection string; it connects on first use (``connection_failed``)."""
+    config = ConnectionConfig(driver="postgres", url="env:KHIVE_HISTORY_URL", statement_timeout_s=timeout_s)
+    return HistoryDriver(connection, config, {"url": dsn})
+
+
+def probe(conn: PostgresDriver) -> tuple[list[ProbeFinding], Plan | None]:
     """Findings about the setup; a plan when pg_stat_statements can be read (possibly partially)."""
-    facts = conn.execute(_PROBE_SQL).fetchone()
+    facts = next(iter(conn.read(_PROBE_SQL)), None)
     if facts is None:  # current_user is always in pg_roles; a proxy that says otherwise gets a finding
         return [error("probe_failed", "the server did not describe the current role", "connect directly")], None
     findings: list[ProbeFinding] = []
@@ -108,22 +120,22 @@ def probe(conn: Connection) -> tuple[list[ProbeFinding], Plan | None]:
         findings.append(warning("insufficient_privilege",
                                 f"role {role} is neither superuser nor a member of pg_read_all_stats: only its own "
                                 "statements are visible, other roles' show as <insufficient privilege>",
-                                f"GRANT pg_read_all_stats TO {_ident(conn, role)};"))
+                                f"GRANT pg_read_all_stats TO {_ident(role)};"))
     if not loaded or facts["extension_schema"] is None or facts["track"] == "none":
         return findings, None
     schema = facts["extension_schema"]
-    view = f"{_ident(conn, schema)}.pg_stat_statements"
-    columns = frozenset(row["attname"] for row in conn.execute(_COLUMNS_SQL, (view,)).fetchall())
+    view = f"{_ident(schema)}.pg_stat_statements"
+    columns = frozenset(row["attname"] for row in conn.read(_COLUMNS_SQL, (view,)))
     stats_reset = None
     if facts["version"] < 140000 or "toplevel" not in columns:
         findings.append(warning("no_toplevel", "PostgreSQL before 14 (or pg_stat_statements before 1.9): statements "
                                                "run inside functions count too, and the reset time is unknown",
                                 "upgrade to PostgreSQL 14 or later, then ALTER EXTENSION pg_stat_statements UPDATE;"))
     else:
-        info_row = conn.execute(sql.SQL(PROBE_SQL_MARK + " SELECT dealloc, stats_reset FROM {}.pg_stat_statements_info")
-                                .format(sql.Identifier(schema))).fetchone()
+        info_row = next(iter(conn.read(sql.SQL(PROBE_SQL_MARK + " SELECT dealloc, stats_reset FROM "
+                                               "{}.pg_stat_statements_info").format(sql.Identifier(schema)))), None)
         if info_row is not None:
-            stats_reset = info_row["stats_reset"]
+            stats_reset = parse_time(info_row["stats_reset"])  # the driver hands timestamps over as ISO text
             if info_row["dealloc"]:
                 current = int(facts["max_entries"] or 5000)
                 findings.append(warning("entries_evicted",
@@ -212,15 +224,15 @@ def read_postgres(dsn: str, config: HistoricSqlConfig, *, now: datetime | None =
                   timeout_s: float = 30.0) -> ReaderResult:
     """Probe, then read and aggregate ``pg_stat_statements`` for the database ``dsn`` names."""
     try:
-        conn = connect(dsn, timeout_s)
-    except psycopg.Error as exc:
-        return ReaderResult([], [error("connection_failed", _describe(exc, dsn),
-                                       "check the connection string and that the server accepts this role")])
-    with conn:
-        findings, plan = probe(conn)
-        if plan is None:
-            return ReaderResult([], findings)
-        rows = conn.execute(statements_query(plan)).fetchall()
+        with connect(dsn, timeout_s) as conn:
+            findings, plan = probe(conn)
+            if plan is None:
+                return ReaderResult([], findings)
+            rows = conn.read(statements_query(plan))
+    except KhiveError as exc:
+        if exc.code != "connection_failed":
+            raise
+        return ReaderResult([], [connection_failed(exc)])
     normalizer = Normalizer("postgres", config.redactionPatterns)
     rules = AccountRules(config.filters.serviceAccounts)
     pooled: dict[str, _Pooled] = {}
@@ -248,30 +260,11 @@ def read_postgres(dsn: str, config: HistoricSqlConfig, *, now: datetime | None =
     return finish(templates, findings, config, normalizer, now)
 
 
-def connect(dsn: str, timeout_s: float) -> Connection:
-    """A session of our own that cannot write: read-only by default, with a statement timeout."""
-    try:
-        existing = str(conninfo_to_dict(dsn).get("options") or "")
-    except psycopg.ProgrammingError:
-        existing = ""
-    options = (f"{existing} -c default_transaction_read_only=on "
-               f"-c statement_timeout={max(1, round(timeout_s * 1000))}").strip()
-    return psycopg.connect(dsn, options=options, autocommit=True, connect_timeout=10,
-                           application_name="khive-historic-sql", row_factory=dict_row)
+def connection_failed(exc: KhiveError) -> ProbeFinding:
+    """The driver's connection error (its message never holds the password) as a finding."""
+    return error("connection_failed", exc.message, "check the connection string and that the server accepts this role")
 
 
-def _ident(conn: Connection, name: str) -> str:
-    return sql.Identifier(name).as_string(conn)
-
-
-def _describe(exc: psycopg.Error, dsn: str) -> str:
-    reason = " ".join(str(exc).split())
-    try:
-        params = conninfo_to_dict(dsn)
-    except psycopg.ProgrammingError:
-        return f"cannot connect to PostgreSQL: {reason}"
-    password = str(params.get("password") or "")
-    if password:
-        reason = reason.replace(password, "***")
-    target = " ".join(f"{key}={params[key]}" for key in ("host", "port", "dbname", "user") if params.get(key))
-    return f"cannot connect to PostgreSQL at {target or '(libpq defaults)'}: {reason}"
+def _ident(name: str) -> str:
+    """``name`` quoted as a PostgreSQL identifier, for the SQL a fix shows."""
+    return '"' + name.replace('"', '""') + '"'

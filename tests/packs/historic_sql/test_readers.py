@@ -27,6 +27,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from khive.errors import KhiveError
 from packs.historic_sql.config import HistoricSqlConfig
 from packs.historic_sql.filters import PARSE_FALLBACK, SERVICE_ACCOUNT
 from packs.historic_sql.models import AggregatedTemplate, ProbeFinding
@@ -208,8 +209,9 @@ def test_postgres_probe_tracking_disabled(tpch: Workload) -> None:
 def test_postgres_reader_session_is_read_only(tpch: Workload) -> None:
     from packs.historic_sql.readers.postgres import connect
 
-    with connect(tpch.dsn, 5.0) as conn, pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
-        conn.execute("CREATE TABLE nope (a int)")
+    with connect(tpch.dsn, 5.0) as conn, pytest.raises(KhiveError) as refused:
+        conn.read("CREATE TABLE nope (a int)")
+    assert refused.value.code == "read_only_violation"
 
 
 def test_postgres_connection_failure_is_a_finding_without_the_password() -> None:

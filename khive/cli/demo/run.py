@@ -23,17 +23,20 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from khive.bootstrap import open_runtime, operator_principal
+from khive.cli.demo import showcase
+from khive.cli.demo.pages import write_ops
+from khive.cli.demo.querylog import write_log
+from khive.cli.demo.suite import write_suite
+from khive.cli.demo.warehouse import build_warehouse
 from khive.context import CLI, Context
-from khive.demo import showcase
-from khive.demo.pages import write_ops
-from khive.demo.querylog import write_log
-from khive.demo.suite import write_suite
-from khive.demo.warehouse import build_warehouse
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.errors import ConfigError
 from khive.project.layout import STARTER_CONFIG, init_project
 from khive.runtime import Runtime
+from khive.site.build import DEFAULT_DIR as SITE_DIR
+from khive.site.build import build_site
+from khive.site.reader import operator_reader
 
 CONNECTION = "shop"
 MARKER = "# written by `khive demo`"
@@ -196,7 +199,7 @@ async def run_demo(target: Path, env: Mapping[str, str], *, console: Console | N
     console = console or Console()
     root = target.resolve()
     report = DemoReport(root)
-    reporter = Reporter(console, total=6 + len(SETUP))
+    reporter = Reporter(console, total=7 + len(SETUP))
     console.rule(f"[bold]khive demo[/bold] in {root}")
 
     async def timed(name: str, work: Callable[[], Awaitable[str] | str]) -> None:
@@ -221,6 +224,7 @@ async def run_demo(target: Path, env: Mapping[str, str], *, console: Console | N
                 await timed(name, partial(str, absent) if absent else partial(step, runtime, reporter))
             waiting = daemon(root) if daemon else None  # it warms up while the requests are shown
             await timed("requests", lambda: showcase.show(runtime, console))
+            await timed("site", lambda: site_step(runtime, root))
             await timed("daemon", lambda: waiting() if waiting else "skipped: not started (--no-daemon)")
             report.daemon = waiting is not None and not report.phases[-1].skipped
         finally:
@@ -235,8 +239,18 @@ async def run_demo(target: Path, env: Mapping[str, str], *, console: Console | N
              f"[bold]{khive} audit[/bold]   who ran what, the denial included"]
     if report.daemon:
         hints.append(f"[bold]{khive} daemon stop[/bold]   stop the warm daemon (it also idles out)")
+    site = root / SITE_DIR / "index.html"
+    if site.is_file():  # last: what a person opens next
+        hints.append(f"[bold]{khive} site serve[/bold]   the site below, with live search")
+        hints.append(f"[bold]open file://{site}[/bold]   the site: tables, sources, wiki, review, audit")
     console.print("next:\n" + "\n".join(f"  {hint}" for hint in hints), highlight=False)
     return report
+
+
+async def site_step(runtime: Runtime, root: Path) -> str:
+    built = await build_site(operator_reader(runtime), root / SITE_DIR)
+    problems = f", {len(built.failures)} verbs did not answer" if built.failures else ""
+    return f"{built.pages} pages, {built.questions} search answers{problems}"
 
 
 def _open(root: Path, env: Mapping[str, str], opened: list[Runtime]) -> str:

@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from khive import __version__
-from khive.bootstrap import locate_project, open_runtime, operator_principal
+from khive.bootstrap import locate_project, open_runtime, operator_principal, single_threaded_blas
 from khive.context import CLI, PRESENTATIONS
 from khive.dsl import parse
 from khive.errors import ConfigError, DslSyntaxError, KhiveError
 
 if TYPE_CHECKING:  # the forwarding path of `khive request` must not import the runtime (ADR 0019)
-    from khive.client import Forwarded, Local
+    from khive.daemon.client import Forwarded, Local
     from khive.daemon.paths import DaemonSettings
     from khive.dsl.nodes import Request
     from khive.runtime import Runtime
@@ -108,20 +108,6 @@ def _add_request_command(commands: Any) -> None:
     request.set_defaults(handler=_request)
 
 
-BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def single_threaded_blas(env: MutableMapping[str, str]) -> None:
-    """One BLAS thread unless the user chose otherwise; must run before numpy is imported.
-
-    khive's numpy work is one matrix-vector product per vector lane over at most a few hundred
-    thousand rows: threaded BLAS gains nothing there and, on a busy 2-core machine, costs up to 100x
-    (2,000 rows: 8 ms threaded, 0.07 ms single-threaded; docs/benchmarks.md).
-    """
-    for variable in BLAS_THREAD_VARIABLES:
-        env.setdefault(variable, "1")
-
-
 def _parser() -> argparse.ArgumentParser:
     parser, commands = _global_parser()
 
@@ -143,6 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
     serve.add_argument("--no-auth", action="store_true", help="allow unauthenticated access (loopback only)")
+    serve.add_argument("--site", action="store_true", help="also serve the site, read-only, at /site/")
     serve.set_defaults(handler=_serve)
 
     audit = commands.add_parser("audit", help="read the audit trail")
@@ -156,39 +143,43 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--json", action="store_true", help="one JSON object per line")
     audit.set_defaults(handler=_audit)
 
-    from khive import cli_scan
+    from khive.cli import scan as cli_scan
 
     scan = commands.add_parser("scan", help="scan a connection's live database (scan.run); prints a summary")
     cli_scan.add_arguments(scan)
     scan.set_defaults(handler=cli_scan.handler)
 
-    from khive import cli_ingest
+    from khive.cli import ingest as cli_ingest
 
     ingest = commands.add_parser("ingest", help="read a connection's query history into usage and patterns")
     cli_ingest.add_arguments(ingest)
     ingest.set_defaults(handler=cli_ingest.handler)
 
-    from khive import cli_doctor
+    from khive.cli import doctor as cli_doctor
 
     doctor = commands.add_parser("doctor", help="what retrieval can see (discover.doctor) and query-history probes")
     cli_doctor.add_arguments(doctor)
     doctor.set_defaults(handler=cli_doctor.doctor)
 
-    from khive.daemon.cli import add_daemon_commands
+    from khive.cli.daemon import add_daemon_commands
 
     add_daemon_commands(commands)
 
-    from khive import cli_demo
+    from khive.cli.demo import command as cli_demo
 
     demo = commands.add_parser("demo", help="build the demo shop project and show requests against it")
     cli_demo.add_arguments(demo)
     demo.set_defaults(handler=cli_demo.handler)
 
-    from khive import cli_agents
+    from khive.cli import agents as cli_agents
 
     agents = commands.add_parser("setup-agents", help="connect Claude Code, Cursor, Codex to this project over MCP")
     cli_agents.add_arguments(agents)
     agents.set_defaults(handler=cli_agents.handler)
+
+    from khive.site.cli import add_site_command
+
+    add_site_command(commands)
     return parser
 
 
@@ -286,14 +277,14 @@ def _audit_parse_error(args: argparse.Namespace, text: str, exc: DslSyntaxError)
 
 def _forward(args: argparse.Namespace, text: str, request: Request, project: Path,
              settings: DaemonSettings) -> dict[str, Any] | Local:
-    from khive.client import Call, Local, forward_or_spawn
+    from khive.daemon.client import Call, Local, forward_or_spawn
 
     progress_bar: Any = None
 
     def progress(done: float, total: float | None, message: str | None) -> None:
         nonlocal progress_bar
         if progress_bar is None:
-            from khive.cli_progress import RichProgressSink
+            from khive.cli.progress import RichProgressSink
 
             progress_bar = RichProgressSink().__enter__()
         progress_bar.update(done, total, message)
@@ -326,7 +317,7 @@ def _daemon_note(outcome: Forwarded) -> str:
 def _dispatch_locally(args: argparse.Namespace, text: str, project: Path) -> dict[str, Any]:
     import anyio  # not at module level: the forwarding path never needs an event loop
 
-    from khive.cli_progress import RichProgressSink
+    from khive.cli.progress import RichProgressSink
     from khive.context import Context
     from khive.dispatch import dispatch
 
@@ -420,11 +411,11 @@ def _serve(args: argparse.Namespace) -> int:
     import anyio
     import uvicorn
 
+    from khive.envref import resolve
     from khive.mcp_server import http_app
-    from khive.project.config import resolve_env
 
     runtime = _runtime(args)
-    tokens = {resolve_env(entry.token, os.environ, what="server.tokens"): entry.principal
+    tokens = {resolve(entry.token, os.environ, field="server.tokens"): entry.principal
               for entry in runtime.config.server.tokens}
     if os.environ.get("KHIVE_HTTP_TOKEN"):
         tokens[os.environ["KHIVE_HTTP_TOKEN"]] = "agent:http"
@@ -439,6 +430,12 @@ def _serve(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     else:
         app = http_app(runtime, tokens=tokens, host=args.host, dispatcher=_daemon_dispatcher(args, runtime.project))
+    if args.site:
+        from khive.site.server import mount_site
+
+        app = mount_site(app, runtime, tokens=None if args.no_auth else tokens)
+        print(f"khive: serving the site on http://{args.host}:{args.port}/site/ (same bearer token)",
+              file=sys.stderr, flush=True)
     print(f"khive: serving MCP on http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
     # uvicorn re-raises SIGTERM with the default handler after its graceful shutdown, which would skip
     # closing the runtime; exiting through SystemExit runs the finally block instead.
@@ -481,6 +478,3 @@ def _audit(args: argparse.Namespace) -> int:
     Console().print(table)
     return EXIT_OK
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

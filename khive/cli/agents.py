@@ -1,7 +1,7 @@
 """``khive setup-agents``: connect MCP clients to this project, and leave them a guide made from it.
 
 Writes the khive server entry into Claude Code's ``.mcp.json`` and Cursor's ``.cursor/mcp.json`` in
-the project with the environment the server needs (``khive.agent_clients``), prints the snippets for
+the project with the environment the server needs (``khive.cli.agent_clients``), prints the snippets for
 clients whose configuration lives elsewhere (Codex, Claude Desktop, VS Code, opencode), and writes
 the guide generated from the project (``khive.guide``) as a skill, ``.claude/skills/khive/SKILL.md``.
 With ``--env-file`` it also copies the variables khive.yaml needs from this shell into ``.khive/env``
@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from khive.agent_clients import SETTINGS, WRITTEN, Launch, mcp_servers_entry, merge_entry, snippets
 from khive.agent_guide import SKILL_PATH
+from khive.cli.agent_clients import SETTINGS, WRITTEN, Launch, mcp_servers_entry, merge_entry, snippets
 from khive.errors import ConfigError
 from khive.project.envfile import ENV_FILE, env_file, is_placeholder, read_env_file
 
@@ -210,7 +210,7 @@ def handler(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.syntax import Syntax
 
-    from khive.agent_clients import PRINTED
+    from khive.cli.agent_clients import PRINTED
     from khive.project.locate import locate_project
 
     project = locate_project(args.project, os.environ, Path.cwd())
@@ -253,7 +253,7 @@ def handler(args: argparse.Namespace) -> int:
 
 
 def _print_environment(say: Any, setup: Setup, project: Path) -> None:
-    from khive.agent_clients import CLAUDE_CODE, CURSOR
+    from khive.cli.agent_clients import CLAUDE_CODE, CURSOR
 
     say()
     if not setup.launch.variables:

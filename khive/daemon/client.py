@@ -33,6 +33,7 @@ from khive.failure import failed_envelope as envelope_of_failure
 
 if TYPE_CHECKING:
     from khive.dsl.nodes import Request
+    from khive.services import Sampler
 
 _NOT_LISTENING = (FileNotFoundError, ConnectionRefusedError)
 _LOG_ROTATE_BYTES = 8 * 1024 * 1024
@@ -69,7 +70,7 @@ class Call:
     presentation: str = "agent"
     request_id: str = ""
     user: str = ""
-    sampler: Any = None  # the caller's MCP sampler (khive.mcp_sampling.Sampler), when it has a session
+    sampler: Sampler | None = None  # the caller's MCP sampler, when it has a session
     on_sample: Sample | None = None  # how the (blocking) client reaches that sampler
     client: str = ""  # what the MCP client calls itself (audit only)
 
@@ -176,13 +177,13 @@ def _listening(socket: Path) -> DaemonConnection | None:
 
 
 def spawn_daemon(settings: DaemonSettings, project: Path, env: Mapping[str, str]) -> None:
-    """Start ``khive daemon run`` detached: own session, reparented away from this process, logging to a file."""
+    """Start ``python -m khive.daemon`` detached: own session, reparented away from this process, logging to a file."""
     import subprocess  # only on the spawn path: the warm path stays lean
     log_file = settings.log_file
     if log_file.exists() and log_file.stat().st_size > _LOG_ROTATE_BYTES:
         log_file.replace(log_file.with_name(log_file.name + ".1"))
     child_env = {**env, "KHIVE_SOCKET": str(settings.socket), "KHIVE_HOME": str(settings.home)}
-    command = [sys.executable, "-m", "khive.daemon", "--detach", "--project", str(project), "daemon", "run"]
+    command = [sys.executable, "-m", "khive.daemon", "--detach", "--project", str(project)]
     with log_file.open("ab") as log:
         # The launcher forks the daemon and exits at once, so waiting here is short and leaves no zombie.
         launcher = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=child_env,

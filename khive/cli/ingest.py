@@ -35,7 +35,7 @@ def handler(args: argparse.Namespace) -> int:
     import anyio
 
     from khive.bootstrap import locate_project, open_runtime, operator_principal
-    from khive.cli_progress import RichProgressSink
+    from khive.cli.progress import RichProgressSink
     from khive.context import CLI, Context
     from khive.dispatch import dispatch
     from khive.dsl import parse

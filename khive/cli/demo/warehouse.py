@@ -16,8 +16,8 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from khive.demo.generate import STEPS, Frame
-from khive.demo.schema import SCHEMAS, TABLES
+from khive.cli.demo.generate import STEPS, Frame
+from khive.cli.demo.schema import SCHEMAS, TABLES
 
 SEED = 20261130
 GENERATOR_VERSION = 1  # bump when the data changes, so existing demo files are rebuilt

@@ -46,7 +46,7 @@ def start_daemon(root: Path) -> Callable[[], str]:
 def handler(args: argparse.Namespace) -> int:
     import anyio
 
-    from khive.demo.run import run_demo
+    from khive.cli.demo.run import run_demo
 
     target = Path(args.dir or args.project or DEFAULT_DIR)
     no_daemon = args.no_daemon or os.environ.get("KHIVE_NO_DAEMON", "").strip().lower() in {"1", "true", "yes", "on"}

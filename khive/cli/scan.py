@@ -24,8 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
-    from khive import cli
     from khive.bootstrap import locate_project
+    from khive.cli import app as cli
     from khive.daemon.paths import settings_from_env
     from khive.dsl import parse
 

@@ -12,9 +12,12 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    from khive.services import Services
 
 PROBE = "historic_sql.probe"
 SCANS = "scan.connections()"  # what each connection's last scan redacted and left out
@@ -23,7 +26,7 @@ FAILING = frozenset({"high", "error"})  # discover's top severity and historic_s
 PROBED = frozenset({"postgres", "bigquery", "snowflake"})  # drivers whose history the probe reads from the server
 
 
-def _ops(runtime: Any) -> list[str]:
+def _ops(runtime: Services) -> list[str]:
     ops = ["discover.doctor()"]
     if "scan.connections" in runtime.registry.verbs:
         ops.append(SCANS)

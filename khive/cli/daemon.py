@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 import time
@@ -39,10 +38,7 @@ def add_daemon_commands(commands: Any) -> None:
 
 
 def _settings(args: argparse.Namespace) -> DaemonSettings:
-    settings = settings_from_env(os.environ)
-    if getattr(args, "idle_timeout", None):
-        settings = replace(settings, idle_seconds=float(args.idle_timeout))
-    return settings
+    return settings_from_env(os.environ)
 
 
 def _project(args: argparse.Namespace) -> Path:
@@ -52,16 +48,14 @@ def _project(args: argparse.Namespace) -> Path:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from khive.daemon.lifecycle import run_daemon
+    from khive.daemon.lifecycle import serve_foreground
 
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
-    run_daemon(_project(args), os.environ, _settings(args))
+    serve_foreground(_project(args), os.environ, _settings(args), idle_seconds=args.idle_timeout)
     return EXIT_OK
 
 
 def _start(args: argparse.Namespace) -> int:
-    from khive.client import Local, connect_or_spawn
+    from khive.daemon.client import Local, connect_or_spawn
     from khive.daemon.lifecycle import probe
 
     settings = _settings(args)

@@ -1,0 +1,5 @@
+"""``python -m khive.cli``: the same as the ``khive`` script."""
+
+from khive.cli.app import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""One module per kind of page; ``routes`` maps every site path to the function that renders it."""
