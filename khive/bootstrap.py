@@ -24,6 +24,7 @@ def open_runtime(project: Path, env: Mapping[str, str], extra_plugins: Iterable[
     from khive.plugins import plugins_from_env, selected_from_env
     from khive.project.config import load_config
     from khive.project.envfile import with_env_file
+    from khive.results import result_check_from
     from khive.runtime import build_runtime
 
     config = load_config(project / CONFIG_NAME)
@@ -32,6 +33,7 @@ def open_runtime(project: Path, env: Mapping[str, str], extra_plugins: Iterable[
         # platform it runs on; a data server has no business sending those, and this is the connector's switch.
         os.environ.setdefault("SNOWFLAKE_DISABLE_PLATFORM_DETECTION", "true")
     env = with_env_file(project, env)  # .khive/env: for clients that start the server without the variables
+    result_check_from(env)  # KHIVE_RESULT_CHECK=strict: every result checked against its model (ADR 0039)
     return build_runtime(project, config, env, packs=selected_from_env(env),
                          extra_plugins=[*extra_plugins, *plugins_from_env(env)])
 

@@ -2,7 +2,7 @@
 start, handle, guard, audit the outcome; then shape the envelope.
 
     {"results": [...], "summary": {"total", "succeeded", "failed", "aborted"},
-     "status": "success" | "partial" | "failed", "request_id": "..."}
+     "status": "success" | "partial" | "failed", "requestId": "..."}
 
 Parallel ops run concurrently (at most ``server.max_parallel_ops`` of one request at a time, started in
 input order) and never abort each other; a chain runs in order and aborts the rest after its first
@@ -314,5 +314,5 @@ def _envelope(outcomes: list[_Outcome], ctx: Context, request_id: str) -> dict[s
         "results": results,
         "summary": {"total": total, "succeeded": succeeded, "failed": failed, "aborted": aborted},
         "status": status,
-        "request_id": request_id,
+        "requestId": request_id,
     }

@@ -1,8 +1,9 @@
-"""``python -m khive.docgen [--check]``: the generated docs, docs/verbs.md and docs/adr/README.md.
+"""``python -m khive.docgen [--check]``: the generated docs, docs/verbs.md, docs/errors.md, docs/adr/README.md.
 
 The verb reference comes only from the verb declarations (name, doc, visibility, write-key rule, the
-pydantic parameter schema), so it cannot drift from the code; every installed pack is loaded, as
-``khive mcp`` would. The ADR index lists every ``docs/adr/NNNN-*.md`` with its title and status line.
+pydantic parameter schema, the result model and its field examples), so it cannot drift from the code;
+every installed pack is loaded, as ``khive mcp`` would. The error catalogue comes from khive/error_codes.py.
+The ADR index lists every ``docs/adr/NNNN-*.md`` with its title and status line.
 ``--check`` exits 1 when either file is stale (tests/demo/test_docs.py does the same).
 """
 
@@ -16,7 +17,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from khive import error_codes
 from khive.plugins import build_plugin_manager, collect_verbs
+from khive.results import example, members
 from khive.verbs import Verb, Visibility
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -27,7 +30,9 @@ HEADER = """\
 Generated from the verb registry by `python -m khive.docgen` (do not edit by hand; a test fails
 when this file is stale). Every verb is called through the one MCP tool, `request`, or
 `khive request '...'`; see [the DSL reference](dsl.md). Operator verbs are refused over MCP and
-run from the khive CLI. `any.verb(help=true)` returns the same schema at run time.
+run from the khive CLI. `any.verb(help=true)` returns the same schemas at run time. Each verb's result
+is shown as the `verbose` presentation returns it; every key khive names is camelCase, keys that are data
+(a table, a file, a relation) keep their spelling (ADR 0039). Errors: [the catalogue](errors.md).
 """
 
 
@@ -71,6 +76,22 @@ def parameters(verb: Verb) -> list[str]:
     return rows
 
 
+def result_section(verb: Verb) -> list[str]:
+    """The verb's result: its model(s) and an example built from the models' field examples (khive.results)."""
+    if verb.result is None:
+        return ["Result: not declared."]
+    names = " or ".join(f"`{model.__name__}`" for model in members(verb.result))
+    return [f"Result ({names}), for example:", "", "```json", *_one_key_a_line(example(verb.result)), "```"]
+
+
+def _one_key_a_line(value: Any) -> list[str]:
+    """An object with each top-level key on its own line (values compact): readable, and a short diff."""
+    if not isinstance(value, dict) or not value:
+        return [_json(value)]
+    items = [f" {_json(key)}: {_json(item)}" for key, item in value.items()]
+    return ["{", *(f"{item}," for item in items[:-1]), items[-1], "}"]
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
@@ -91,7 +112,7 @@ def render(verbs: dict[str, Verb]) -> str:
             if verb.write_key_rule:
                 facts.append(f"write keys `{verb.write_key_rule}`")
             lines += ["", f"### {verb.name}", "", verb.doc.strip(), "", f"*{'; '.join(facts)}*", "",
-                      *parameters(verb)]
+                      *parameters(verb), "", *result_section(verb)]
     return "\n".join(lines) + "\n"
 
 
@@ -126,7 +147,8 @@ def adr_index(folder: Path) -> str:
 
 
 def outputs(docs: Path) -> dict[Path, str]:
-    return {docs / "verbs.md": generate(), docs / "adr" / "README.md": adr_index(docs / "adr")}
+    return {docs / "verbs.md": generate(), docs / "adr" / "README.md": adr_index(docs / "adr"),
+            docs / "errors.md": error_codes.render()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """One exception root for khive; every error carries a stable machine-readable ``code``.
 
     KhiveError (code)
-    ├── DslSyntaxError          parse-error: line, column, excerpt with caret, reason (lone-surrogate,
+    ├── DslSyntaxError          parse_error: line, column, excerpt with caret, reason (lone-surrogate,
     │                           number-out-of-range, ... see docs/dsl.md)
     ├── ConfigError             config_error: file, line, fix
     ├── PackLoadError           pack_load_error: unknown pack, missing requirement
@@ -33,7 +33,25 @@ with ``internal_error`` and ``details.stage`` (khive/failure.py), never a crash 
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+# Codes renamed to the one spelling (lower_snake), old spelling -> current. Audit trails written before a
+# rename keep the old spelling; audit queries match both (ADR 0039).
+LEGACY_CODES = {"parse-error": "parse_error"}
+
+
+_SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+\Z")
+
+
+def wire_name(key: str) -> str:
+    """``timeout_s`` -> ``timeoutS``: a snake_case name in camelCase; any other key (data, already camel) as is."""
+    return re.sub(r"_([a-z0-9])", lambda match: match.group(1).upper(), key) if _SNAKE.match(key) else key
+
+
+def spellings(code: str) -> tuple[str, ...]:
+    """``code`` and every older spelling of it, for matching records written before a rename."""
+    return (code, *(old for old, new in LEGACY_CODES.items() if new == code))
 
 
 class KhiveError(Exception):
@@ -47,13 +65,16 @@ class KhiveError(Exception):
         self.details: dict[str, Any] = details or {}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "details": self.details}
+        """The error as envelopes and the CLI show it: detail names in camelCase, like every key on the wire
+        (ADR 0039); raise sites name them in Python's snake_case."""
+        return {"code": self.code, "message": self.message,
+                "details": {wire_name(key): value for key, value in self.details.items()}}
 
 
 class DslSyntaxError(KhiveError):
     """A request text that is not valid DSL (or JSON form). Never raised for a valid request."""
 
-    code = "parse-error"
+    code = "parse_error"
 
     def __init__(self, message: str, *, reason: str, line: int, column: int, excerpt: str, hint: str = ""):
         details = {"reason": reason, "line": line, "column": column, "excerpt": excerpt}

@@ -28,12 +28,16 @@ from khive.dsl.nodes import Request
 from khive.errors import OpError, ResultTooDeep
 from khive.guard import within_depth
 from khive.present import present
+from khive.results import HelpResult, check_result
 from khive.threads import run_blocking
 from khive.values import jsonable
 from khive.verbs import Verb
 
 INLINE_PARSE_CHARS = 1024  # the slowest DSL texts parse at ~3.5 us a character: at most ~4 ms on the loop
 INLINE_RESULT_NODES = 1000  # finishing costs ~0.5 us a value: at most ~0.5 ms on the loop
+
+
+_DECLARED: Any = object()  # finish(): check against the verb's own result model
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +51,7 @@ class Finished:
 async def run_op(verb: Verb, params: BaseModel | None, ctx: Context) -> Finished:
     """Run ``verb``'s handler (or its help, when ``params`` is None) by the threading rule."""
     if params is None:
-        return await run_blocking(lambda: finish(verb, verb.help(), ctx))
+        return await run_blocking(lambda: finish(verb, verb.help(), ctx, declared=HelpResult))
     if not verb.runs_on_loop:
         return await run_blocking(_call_and_finish, verb, params, ctx)
     raw = await verb.handler(params, ctx)
@@ -67,14 +71,16 @@ def _call_and_finish(verb: Verb, params: BaseModel, ctx: Context) -> Finished:
     return finish(verb, raw, ctx)
 
 
-def finish(verb: Verb, raw: Any, ctx: Context) -> Finished:
-    """Depth guard, dump, presentation: everything between a handler's return and the envelope."""
+def finish(verb: Verb, raw: Any, ctx: Context, *, declared: Any = _DECLARED) -> Finished:
+    """Depth guard, dump, the result contract, presentation: everything between a handler's return and the
+    envelope. ``declared`` is the model the result is checked against (the verb's, unless said otherwise)."""
     limit = ctx.runtime.max_result_depth
     if not within_depth(raw, limit):
         raise ResultTooDeep(f"{verb.name} returned a result nested deeper than {limit} levels",
                             details={"limit": limit})
     result = raw.model_dump(mode="json", by_alias=True) if isinstance(raw, BaseModel) else raw
     result = jsonable(result)  # khive/values.py: encoded by the value rule, or unencodable_value
+    check_result(verb.name, verb.result if declared is _DECLARED else declared, result)  # khive/results.py
     return Finished(result, result if verb.always_verbose else present(result, ctx.presentation))
 
 

@@ -21,7 +21,7 @@ def failed_envelope(verbs: Sequence[str], request_id: str, code: str, message: s
     error = {"code": code, "message": message, "details": details}
     results = [{"ok": False, "verb": verb, "error": error} for verb in verbs]
     return {"results": results, "summary": {"total": len(results), "succeeded": 0, "failed": len(results),
-                                            "aborted": 0}, "status": "failed", "request_id": request_id}
+                                            "aborted": 0}, "status": "failed", "requestId": request_id}
 
 
 STAGES = {"cli": "the khive CLI", "mcp_server": "the MCP server", "daemon": "the daemon"}

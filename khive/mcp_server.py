@@ -1,7 +1,7 @@
 """The MCP server: exactly one tool, ``request``, over stdio or Streamable HTTP.
 
 Protocol errors are raised only for malformed calls (a DSL syntax error is ``invalid_params``
-with ``data.reason = "parse-error"``); everything an agent can act on comes back inside the
+with ``data.reason = "parse_error"``); everything an agent can act on comes back inside the
 envelope, which is the tool's structured content.
 
 Identity (ADR 0032): over stdio the principal is ``agent:<the OS user running khive mcp>``; over
@@ -31,6 +31,7 @@ from khive.bearer import match_token
 from khive.context import MCP_HTTP, MCP_STDIO, PRESENTATIONS, Context
 from khive.dispatch import dispatch
 from khive.dsl.nodes import Request
+from khive.envelope import envelope_schema, is_failure
 from khive.errors import DslSyntaxError
 from khive.execution import parse_request
 from khive.failure import unexpected_failure
@@ -66,20 +67,11 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "results": {"type": "array", "items": {"type": "object"}},
-        "summary": {"type": "object"},
-        "status": {"type": "string", "enum": ["success", "partial", "failed"]},
-        "request_id": {"type": "string"},
-    },
-    "required": ["results", "summary", "status", "request_id"],
-}
+OUTPUT_SCHEMA: dict[str, Any] = envelope_schema()  # structuredContent's contract (khive/envelope.py)
 
 
 def parse_error_data(exc: DslSyntaxError) -> dict[str, Any]:
-    return {"reason": "parse-error", "code": exc.reason, "message": exc.message, "line": exc.line,
+    return {"reason": "parse_error", "code": exc.reason, "message": exc.message, "line": exc.line,
             "column": exc.column, "excerpt": exc.excerpt, "hint": exc.hint}
 
 
@@ -173,7 +165,7 @@ def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,
             envelope = unexpected_failure([op.verb for op in request.ops], request_id, "mcp_server", exc)
             shown = orjson.dumps(envelope).decode()
         return types.CallToolResult(content=[types.TextContent(type="text", text=shown)],
-                                    structured_content=envelope)
+                                    structured_content=envelope, is_error=is_failure(envelope))
 
     return Server("khive", version=__version__, instructions=instructions, on_list_tools=list_tools,
                   on_call_tool=call_tool)

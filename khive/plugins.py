@@ -27,11 +27,26 @@ log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "khive.packs"
 ALWAYS_LOADED = ("core",)
+BUILTIN_ROOT, BUILTIN_MARKER = "packs", "KHIVE_BUILTIN_PACKS"  # the top-level package's name is generic (ADR 0047)
 
 
 def available_packs() -> dict[str, Any]:
     """Pack name -> entry point, for every installed pack."""
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _load(name: str, entry_point: Any) -> object:
+    """Load one pack; a built-in one only from khive's own ``packs`` package (ADR 0047)."""
+    if entry_point.value.split(":", 1)[0].split(".", 1)[0] == BUILTIN_ROOT:
+        root = importlib.import_module(BUILTIN_ROOT)  # the package the entry point would import from
+        if not getattr(root, BUILTIN_MARKER, False):
+            where = getattr(root, "__file__", None) or "an unknown location"
+            raise PackLoadError(
+                f"pack {name!r}: the top-level package {BUILTIN_ROOT!r} at {where} is not khive's (another "
+                f"distribution installs a package of that name); uninstall it or use a separate virtualenv",
+                details={"pack": name, "module": entry_point.value, "file": where})
+    plugin: object = entry_point.load()
+    return plugin
 
 
 def build_plugin_manager(selected: Sequence[str] | None = None,
@@ -45,7 +60,7 @@ def build_plugin_manager(selected: Sequence[str] | None = None,
             f"unknown pack(s) {', '.join(unknown)} in KHIVE_PACKS; installed packs: {', '.join(sorted(available))}",
             details={"unknown": unknown, "available": sorted(available)},
         )
-    plugins: list[object] = [available[name].load() for name in names]
+    plugins: list[object] = [_load(name, available[name]) for name in names]
     plugins.extend(extra)
 
     pm = pluggy.PluginManager("khive")

@@ -1,7 +1,8 @@
 """Verb declarations and the registry that resolves names to them.
 
 A pack declares each verb as a frozen ``Verb``: its parameter model (pydantic), a handler
-``(params, ctx) -> result``, a visibility, and optionally a write-key rule. Handlers know nothing
+``(params, ctx) -> result``, the model of that result (``khive.results``), a visibility, and optionally
+a write-key rule. Handlers know nothing
 of DSL text, envelopes, MCP or audit.
 
 The threading rule (ADR 0027): one daemon serves every agent from one event loop, so a handler
@@ -29,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from khive.errors import PackLoadError, UnknownVerb
+from khive.results import result_schema
 
 
 class Visibility(StrEnum):
@@ -64,6 +66,7 @@ class Verb:
     read_only: bool = True  # safe to resend after a lost response (daemon)
     always_verbose: bool = False  # presentation transforms never apply
     pack: str = ""
+    result: Any = None  # the result model (khive.results): docs/verbs.md, $prev paths, the dispatcher's check
 
     @property
     def runs_on_loop(self) -> bool:
@@ -80,9 +83,10 @@ class Verb:
             "pack": self.pack,
             "doc": self.doc.strip(),
             "visibility": self.visibility.value,
-            "read_only": self.read_only,
-            "write_keys": self.write_key_rule or ("none" if self.write_keys is None else "declared"),
+            "readOnly": self.read_only,
+            "writeKeys": self.write_key_rule or ("none" if self.write_keys is None else "declared"),
             "params": self.params.model_json_schema(),
+            "result": result_schema(self.result),
         }
 
 

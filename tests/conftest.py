@@ -19,6 +19,8 @@ import pgcluster
 import pytest
 from psycopg.conninfo import make_conninfo
 
+from khive.results import RESULT_CHECK_ENV, ResultCheck, set_result_check
+
 # The Snowflake connector probes cloud metadata endpoints for its telemetry unless told not to: tests talk
 # to 127.0.0.1 only (khive's open_runtime sets this too, for projects with a Snowflake connection).
 os.environ.setdefault("SNOWFLAKE_DISABLE_PLATFORM_DETECTION", "true")
@@ -67,6 +69,17 @@ def mysql_server() -> Iterator[mysqlserver.Server]:
     if os.environ.get("KHIVE_REQUIRE_MYSQL") == "1":
         pytest.fail(f"KHIVE_REQUIRE_MYSQL=1 but no MariaDB server: {reason}", pytrace=False)
     pytest.skip(f"no MariaDB server: {reason}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _strict_results() -> Iterator[None]:
+    """Every result of every verb is checked against its declared model (ADR 0039): in this process, and in
+    the CLI, daemon and MCP processes the tests start (they read KHIVE_RESULT_CHECK)."""
+    set_result_check(ResultCheck.STRICT)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(RESULT_CHECK_ENV, ResultCheck.STRICT.value)
+        yield
+    set_result_check(ResultCheck.KEYS)
 
 
 DAEMON_VARIABLES = ("KHIVE_HOME", "KHIVE_SOCKET", "KHIVE_NO_DAEMON", "KHIVE_DAEMON_STRICT", "KHIVE_DAEMON_IDLE")

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from khive.audit.process import ProcessId
+from khive.errors import LEGACY_CODES
 from khive.redact import BUILTIN, SECRET_NAME, Redactor, marker
 
 MASK = marker(SECRET_NAME)  # what a value under a secret-named key becomes
@@ -53,22 +54,23 @@ class AuditEvent:
     client: str = ""  # the MCP client's self-declared name: information only, never an identity (ADR 0032)
 
     def to_dict(self) -> dict[str, Any]:
+        """The event as ``audit.query`` and ``khive audit --json`` show it (camelCase keys, ADR 0039)."""
         return {
             "ts": self.ts.isoformat(),
-            "request_id": self.request_id,
-            "op_index": self.op_index,
+            "requestId": self.request_id,
+            "opIndex": self.op_index,
             "principal": self.principal,
             "transport": self.transport,
             "user": self.user,
             "verb": self.verb,
-            "args_digest": self.args_digest,
+            "argsDigest": self.args_digest,
             "args": self.args_redacted,
             "decision": self.decision,
             "reason": self.reason,
-            "outcome": self.outcome,
-            "duration_us": self.duration_us,
-            "write_keys": list(self.write_keys),
-            "op_id": self.op_id,
+            "outcome": LEGACY_CODES.get(self.outcome, self.outcome),  # one spelling, whenever it was written
+            "durationUs": self.duration_us,
+            "writeKeys": list(self.write_keys),
+            "opId": self.op_id,
             "process": self.process.to_dict() if self.process else None,
             "client": self.client,
         }
@@ -131,8 +133,8 @@ def parse_error_event(*, ts: datetime, text: str, reason: str, line: int, column
                       verb=PARSE_VERB, args_digest=digest,
                       args_redacted={"text_sha256": digest, "text_chars": len(text), "reason": reason,
                                      "line": line, "column": column},
-                      decision="not-evaluated", reason=f"parse-error: {reason} at line {line}, column {column}",
-                      outcome="parse-error", duration_us=0, user=user, op_id=new_op_id(), process=process,
+                      decision="not-evaluated", reason=f"parse_error: {reason} at line {line}, column {column}",
+                      outcome="parse_error", duration_us=0, user=user, op_id=new_op_id(), process=process,
                       client=client)
 
 

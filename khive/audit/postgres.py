@@ -38,7 +38,7 @@ from khive.audit.recovery import (
     row_values,
 )
 from khive.audit.store import AuditQuery, glob_to_like
-from khive.errors import ConfigError, KhiveError
+from khive.errors import ConfigError, KhiveError, spellings
 
 T = TypeVar("T")
 IDLE = TransactionStatus.IDLE
@@ -242,8 +242,9 @@ WHERE s.kind <> '{OUTCOME}'""").format(outcome=self._outcome, table=self._ident,
                 where.append(sql.SQL("s.{} LIKE %s ESCAPE '\\'").format(sql.Identifier(column)))
                 params.append(glob_to_like(pattern))
         if query.outcome:
-            where.append(self._outcome + sql.SQL(" = %s"))
-            params.append(query.outcome)
+            names = spellings(query.outcome)  # an event from before a code's rename keeps its old spelling
+            where.append(self._outcome + sql.SQL(" = ANY(%s)"))
+            params.append(list(names))
         for clause, value in (("s.request_id = %s", query.request_id), ("s.ts >= %s", query.since),
                               ("s.ts < %s", query.until)):
             if value:

@@ -32,7 +32,7 @@ from khive.audit.recovery import (
     row_values,
 )
 from khive.audit.store import AuditQuery, glob_to_like
-from khive.errors import KhiveError
+from khive.errors import KhiveError, spellings
 from khive.sqlite_util import immediate, open_wal
 
 SCHEMA = """
@@ -237,8 +237,9 @@ class SqliteAuditStore:
             where.append("s.principal LIKE ? ESCAPE '\\'")
             params.append(glob_to_like(query.principal))
         if query.outcome:
-            where.append(f"{_OUTCOME} = ?")
-            params.append(query.outcome)
+            names = spellings(query.outcome)  # an event from before a code's rename keeps its old spelling
+            where.append(f"{_OUTCOME} IN ({', '.join('?' * len(names))})")
+            params.extend(names)
         if query.request_id:
             where.append("s.request_id = ?")
             params.append(query.request_id)

@@ -135,7 +135,7 @@ def _parser() -> argparse.ArgumentParser:
     audit = commands.add_parser("audit", help="read the audit trail")
     audit.add_argument("--verb")
     audit.add_argument("--principal")
-    audit.add_argument("--outcome", help="ok, an error code, aborted, interrupted, running, parse-error")
+    audit.add_argument("--outcome", help="ok, an error code, aborted, interrupted, running, parse_error")
     audit.add_argument("--request-id")
     audit.add_argument("--since", type=datetime.fromisoformat)
     audit.add_argument("--until", type=datetime.fromisoformat)
@@ -474,7 +474,7 @@ def _audit(args: argparse.Namespace) -> int:
     table = Table("time", "principal", "transport", "verb", "decision", "outcome", "µs", "reason")
     for event in events:
         table.add_row(event["ts"][:19], event["principal"], event["transport"], event["verb"],
-                      event["decision"], event["outcome"], str(event["duration_us"]), event["reason"][:60])
+                      event["decision"], event["outcome"], str(event["durationUs"]), event["reason"][:60])
     Console().print(table)
     return EXIT_OK
 

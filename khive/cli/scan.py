@@ -71,7 +71,7 @@ def summary(report: Mapping[str, Any], project: Path) -> list[str]:
     gaps = report.get("capabilityGaps") or []
     if gaps:
         lines.append(f"not available from {report.get('driver')}: {', '.join(str(gap) for gap in gaps)}")
-    seconds = float((report.get("timings") or {}).get("total_ms") or 0) / 1000
+    seconds = float((report.get("timings") or {}).get("totalMs") or 0) / 1000
     run = Path("raw-sources") / str(report["connection"]) / "live-database" / str(report["syncId"])
     pruned = report.get("prunedRuns") or []
     lines.append(f"run: {run}/ ({seconds:.1f} s); latest view: _schema/{report['connection']}/ "

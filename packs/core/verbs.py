@@ -11,6 +11,7 @@ from khive.audit.store import AuditQuery
 from khive.context import Context
 from khive.overview import collect_overview
 from khive.verbs import NoParams, Params, Verb, Visibility
+from packs.core.results import AuditQueryResult, OverviewResult, PingResult, VerbsResult
 
 
 class VerbsParams(Params):
@@ -47,7 +48,7 @@ class AuditQueryParams(Params):
     verb: str | None = Field(default=None, description="verb glob, e.g. wiki.*")
     principal: str | None = Field(default=None, description="principal glob")
     outcome: str | None = Field(default=None, description="ok, an error code, aborted, interrupted, running, "
-                                                          "parse-error")
+                                                          "parse_error")
     since: datetime | None = Field(default=None, description="ISO time, inclusive")
     until: datetime | None = Field(default=None, description="ISO time, exclusive")
     request_id: str | None = None
@@ -62,11 +63,11 @@ async def audit_query(params: AuditQueryParams, ctx: Context) -> dict[str, Any]:
 
 
 VERBS = (
-    Verb("verbs", VerbsParams, list_verbs, list_verbs.__doc__ or ""),
-    Verb("ping", PingParams, ping, ping.__doc__ or ""),
-    Verb("overview", NoParams, overview, overview.__doc__ or ""),
+    Verb("verbs", VerbsParams, list_verbs, list_verbs.__doc__ or "", result=VerbsResult),
+    Verb("ping", PingParams, ping, ping.__doc__ or "", result=PingResult),
+    Verb("overview", NoParams, overview, overview.__doc__ or "", result=OverviewResult),
     Verb("audit.query", AuditQueryParams, audit_query, audit_query.__doc__ or "",
-         visibility=Visibility.OPERATOR),
+         visibility=Visibility.OPERATOR, result=AuditQueryResult),
 )
 
 __all__ = ["VERBS", "NoParams"]

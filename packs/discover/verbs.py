@@ -12,6 +12,7 @@ from khive.context import Context
 from khive.limits import BUDGET_TOKENS_MAX, QueryText, searched
 from khive.verbs import NoParams, Params, Verb
 from packs.discover import doctor, lookup, pages, render, search
+from packs.discover.results import DoctorResult, LookupResult, SearchResult, TextResult
 
 Kind = Literal["wiki", "pattern", "sl_source", "sl_measure", "sl_dimension", "table", "column"]
 PageKind = Literal["note", "warning", "rule", "pattern", "recap"]  # the wiki's page kinds
@@ -94,7 +95,8 @@ def doctor_verb(params: NoParams, ctx: Context) -> Any:
 
 VERBS = (
     Verb("discover.search", SearchParams, search_verb, search_verb.__doc__ or "",
-         write_keys=lambda p: sink.write_key(p.save_to), write_key_rule="export:exports/<save_to> (only with save_to)"),
-    Verb("discover.lookup", LookupParams, lookup_verb, lookup_verb.__doc__ or ""),
-    Verb("discover.doctor", NoParams, doctor_verb, doctor_verb.__doc__ or ""),
+         write_keys=lambda p: sink.write_key(p.save_to), write_key_rule="export:exports/<save_to> (only with save_to)",
+         result=SearchResult | TextResult),
+    Verb("discover.lookup", LookupParams, lookup_verb, lookup_verb.__doc__ or "", result=LookupResult | TextResult),
+    Verb("discover.doctor", NoParams, doctor_verb, doctor_verb.__doc__ or "", result=DoctorResult),
 )

@@ -77,7 +77,7 @@ async def _ingest(ctx: Context, connection: str, *, window_days: int | None, pro
         raise OpError(f"cannot read the query history of {connection!r}: {errors[0].message}; fix: {errors[0].fix}",
                       code="history_unavailable",
                       details={"findings": [f.model_dump(mode="json") for f in read.findings]})
-    timings["read_ms"] = _ms(clock)
+    timings["readMs"] = _ms(clock)
     await ctx.progress(1, STEPS, f"{connection}: parsing {len(read.templates)} templates")
     clock = time.perf_counter()
 
@@ -90,7 +90,7 @@ async def _ingest(ctx: Context, connection: str, *, window_days: int | None, pro
             cache.close()
 
     batch = await ctx.run_blocking(parse)
-    timings["parse_ms"] = _ms(clock)
+    timings["parseMs"] = _ms(clock)
     await ctx.progress(2, STEPS, f"{connection}: staging")
     clock = time.perf_counter()
     sync_id = new_sync_id()
@@ -109,18 +109,18 @@ async def _ingest(ctx: Context, connection: str, *, window_days: int | None, pro
     else:
         pruned = await ctx.run_blocking(prune_runs, runs_dir(runtime.project, connection),
                                         runtime.config.runs.keep_last)
-    timings["stage_ms"] = _ms(clock)
+    timings["stageMs"] = _ms(clock)
     units = await ctx.run_blocking(evidence.pending, runtime.files, connection, run.manifest)
     await ctx.progress(3, STEPS, f"{connection}: {len(units)} work units ({chosen})")
     clock = time.perf_counter()
     digested = await digest_units(ctx, connection, run.path, units, chosen, catalog, settings,
                                   wait_for_session=True)
-    timings["digest_ms"] = _ms(clock)
+    timings["digestMs"] = _ms(clock)
     await ctx.progress(4, STEPS, f"{connection}: projecting usage and patterns")
     clock = time.perf_counter()
     projected = await ctx.run_blocking(project, ctx, connection, run.manifest, settings)
-    timings["project_ms"] = _ms(clock)
-    timings["total_ms"] = _ms(started)
+    timings["projectMs"] = _ms(clock)
+    timings["totalMs"] = _ms(started)
     await ctx.progress(5, STEPS, f"{connection}: ingest {sync_id} done")
     remaining = await ctx.run_blocking(evidence.pending, runtime.files, connection, run.manifest)
     return {"connectionId": connection, "syncId": sync_id, **({"unchangedSince": sync_id} if run.unchanged else {}),

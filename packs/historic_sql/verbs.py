@@ -10,7 +10,7 @@ from pydantic import Field
 from khive.context import Context
 from khive.errors import InvalidArgs, KhiveError, NotFound, OpError
 from khive.verbs import Params, Verb, Visibility
-from packs.historic_sql import evidence, history, ingest, pages
+from packs.historic_sql import evidence, history, ingest, pages, results
 from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.config import HistoricSqlConfig
 from packs.historic_sql.providers import describe, digest_units
@@ -255,15 +255,16 @@ def _unit_key(params: SubmitParams) -> list[str]:
 VERBS = (
     Verb("historic_sql.ingest", IngestParams, ingest_verb, ingest_verb.__doc__ or "", visibility=Visibility.OPERATOR,
          write_keys=lambda p: [f"historic_sql:{p.connection}"], write_key_rule="historic_sql:<connection>",
-         read_only=False),
-    Verb("historic_sql.status", ConnectionParams, status, status.__doc__ or ""),
-    Verb("historic_sql.units", UnitsParams, units, units.__doc__ or ""),
+         read_only=False, result=results.IngestResult),
+    Verb("historic_sql.status", ConnectionParams, status, status.__doc__ or "", result=results.StatusResult),
+    Verb("historic_sql.units", UnitsParams, units, units.__doc__ or "", result=results.UnitsResult),
     Verb("historic_sql.submit", SubmitParams, submit, submit.__doc__ or "", write_keys=_unit_key,
-         write_key_rule="historic_sql:unit:<connection>/<table or patterns>", read_only=False),
+         write_key_rule="historic_sql:unit:<connection>/<table or patterns>", read_only=False,
+         result=results.SubmitResult),
     Verb("historic_sql.digest", DigestParams, digest_verb, digest_verb.__doc__ or "",
          write_keys=lambda p: [f"historic_sql:{p.connection}"], write_key_rule="historic_sql:<connection>",
-         read_only=False),
-    Verb("historic_sql.usage", UsageParams, usage, usage.__doc__ or ""),
-    Verb("historic_sql.patterns", PatternsParams, patterns, patterns.__doc__ or ""),
-    Verb("historic_sql.probe", ConnectionParams, probe, probe.__doc__ or ""),
+         read_only=False, result=results.DigestResult),
+    Verb("historic_sql.usage", UsageParams, usage, usage.__doc__ or "", result=results.UsageResult),
+    Verb("historic_sql.patterns", PatternsParams, patterns, patterns.__doc__ or "", result=results.PatternsResult),
+    Verb("historic_sql.probe", ConnectionParams, probe, probe.__doc__ or "", result=results.ProbeResult),
 )

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from pydantic.alias_generators import to_camel
 
 from khive.connections.catalog import Table
 from khive.connections.selection import internal_object
@@ -113,6 +114,8 @@ def prune_scan_runs(project: Path, connection: str, policy: RunsConfig) -> list[
 
 def read_report(project: Path, connection: str, sync_id: str) -> dict[str, Any]:
     data: dict[str, Any] = read_json(project, runs_dir(project, connection) / sync_id / REPORT_FILE)
+    if isinstance(data.get("timings"), dict):  # reports from before ADR 0039 spell them catalog_ms, ...
+        data["timings"] = {to_camel(key): value for key, value in data["timings"].items()}
     return data
 
 

@@ -66,7 +66,7 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
         await ctx.progress(0, 4, f"{connection}: reading the catalog")
         clock = time.perf_counter()
         snapshot = await ctx.run_blocking(driver.read_catalog)
-        timings["catalog_ms"] = _ms(clock)
+        timings["catalogMs"] = _ms(clock)
         tables, excluded = choose_tables(snapshot, config.tables)  # never the server's own objects
         samples: list[ColumnSample] = []
         clock = time.perf_counter()
@@ -76,16 +76,16 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
                 samples.extend(await ctx.run_blocking(driver.sample, batch))
                 await ctx.progress(1 + (start + len(batch)) / len(tables), 4,
                                    f"{connection}: sampled {start + len(batch)}/{len(tables)} tables")
-        timings["samples_ms"] = _ms(clock)
+        timings["samplesMs"] = _ms(clock)
 
     clock = time.perf_counter()
     redactions: Counter[str] = Counter()
     tables, samples = await ctx.run_blocking(redact_scan, tables, samples, runtime.redactor, redactions)
-    timings["redact_ms"] = _ms(clock)
+    timings["redactMs"] = _ms(clock)
     clock = time.perf_counter()
     snapshot = snapshot.model_copy(update={"tables": tuple(tables), "samples": tuple(samples)})
     inferred = await ctx.run_blocking(lambda: [relationship_dict(rel) for rel in infer_relationships(snapshot)])
-    timings["inference_ms"] = _ms(clock)
+    timings["inferenceMs"] = _ms(clock)
     await ctx.progress(2, 4, f"{connection}: {len(inferred)} inferred relationships")
 
     clock = time.perf_counter()
@@ -134,16 +134,16 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
     def write() -> None:
         if unchanged:  # the latest run says it all: no new run; shards still follow it (one may have been removed)
             write_shards(runtime.files, connection, sync_id, artifacts, author=ctx.principal)
-            timings["write_ms"] = _ms(clock)
-            timings["total_ms"] = _ms(started)
+            timings["writeMs"] = _ms(clock)
+            timings["totalMs"] = _ms(started)
             return
         # The report is the run's last file: its timings cover everything but writing it and the rename.
         with stage_run(runtime.project, connection, sync_id) as run:
             run.write("connection.json", json_bytes(info))
             run.write(TABLES_FILE, tables_bytes(artifacts))
             write_shards(runtime.files, connection, sync_id, artifacts, author=ctx.principal)
-            timings["write_ms"] = _ms(clock)
-            timings["total_ms"] = _ms(started)
+            timings["writeMs"] = _ms(clock)
+            timings["totalMs"] = _ms(started)
             run.write(REPORT_FILE, json_bytes(report))
         pruned = prune_scan_runs(runtime.project, connection, runtime.config.runs)
         if pruned:  # after the run is published, so its saved report cannot say it

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from pydantic import Field
@@ -13,6 +12,7 @@ from khive.connections.readonly import TIMEOUT_DOC, run_read_only
 from khive.connections.sqlgate import check_sql
 from khive.context import Context
 from khive.verbs import Params, Verb
+from packs.scan.results import ExecuteResult, ValidateResult
 
 Dialect = DriverName  # driver names are sqlglot dialect names
 
@@ -48,11 +48,13 @@ class ValidateParams(Params):
 
 def validate(params: ValidateParams, ctx: Context) -> dict[str, Any]:
     """Check whether sql.execute would accept a statement, and why not."""
-    return asdict(check_sql(params.sql, params.dialect, wire=ctx.on_wire))
+    decision = check_sql(params.sql, params.dialect, wire=ctx.on_wire)
+    return {"allowed": decision.allowed, "reason": decision.reason, "statementKind": decision.statement_kind,
+            "code": decision.code, "functions": list(decision.functions), "tables": list(decision.tables)}
 
 
 SQL_VERBS = (
     Verb("sql.execute", ExecuteParams, execute, execute.__doc__ or "", write_keys=lambda p: sink.write_key(p.save_to),
-         write_key_rule="export:exports/<save_to> (only with save_to)"),
-    Verb("sql.validate", ValidateParams, validate, validate.__doc__ or ""),
+         write_key_rule="export:exports/<save_to> (only with save_to)", result=ExecuteResult),
+    Verb("sql.validate", ValidateParams, validate, validate.__doc__ or "", result=ValidateResult),
 )

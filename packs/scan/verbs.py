@@ -10,6 +10,7 @@ from khive.context import Context
 from khive.errors import NotFound
 from khive.limits import OptionalQueryText
 from khive.verbs import NoParams, Params, Verb, Visibility
+from packs.scan import results
 from packs.scan.artifacts import cached_run_tables, latest_sync, read_report, sync_ids
 from packs.scan.diff import diff_runs
 from packs.scan.index import TABLE
@@ -192,12 +193,13 @@ def diff(params: DiffParams, ctx: Context) -> dict[str, Any]:
 
 
 VERBS = (
-    Verb("scan.connections", NoParams, connections, connections.__doc__ or ""),
+    Verb("scan.connections", NoParams, connections, connections.__doc__ or "", result=results.ConnectionsResult),
     Verb("scan.run", ConnectionParams, run, run.__doc__ or "", visibility=Visibility.OPERATOR,
-         write_keys=lambda p: [f"scan:{p.connection}"], write_key_rule="scan:<connection>", read_only=False),
-    Verb("scan.status", ConnectionParams, status, status.__doc__ or ""),
-    Verb("scan.tables", TablesParams, tables, tables.__doc__ or ""),
-    Verb("scan.entity", EntityParams, entity, entity.__doc__ or ""),
-    Verb("scan.diff", DiffParams, diff, diff.__doc__ or ""),
+         write_keys=lambda p: [f"scan:{p.connection}"], write_key_rule="scan:<connection>", read_only=False,
+         result=results.ScanRunResult),
+    Verb("scan.status", ConnectionParams, status, status.__doc__ or "", result=results.StatusResult),
+    Verb("scan.tables", TablesParams, tables, tables.__doc__ or "", result=results.TablesResult),
+    Verb("scan.entity", EntityParams, entity, entity.__doc__ or "", result=results.EntityResult),
+    Verb("scan.diff", DiffParams, diff, diff.__doc__ or "", result=results.DiffResult),
     *SQL_VERBS,
 )

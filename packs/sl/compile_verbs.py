@@ -21,6 +21,7 @@ from khive.errors import NotFound
 from khive.verbs import Params, Verb
 from packs.sl.compiler import AdHocMeasure, Compiled, CompileError, compile_query
 from packs.sl.models import Source
+from packs.sl.results import CompileResult, QueryResult
 from packs.sl.store import SL_ROOT, list_sources
 from packs.sl.validate import parse_source
 
@@ -129,7 +130,7 @@ async def sl_query(params: QueryParams, ctx: Context) -> dict[str, Any]:
 
 
 COMPILE_VERBS = (
-    Verb("sl.compile", CompileParams, sl_compile, sl_compile.__doc__ or ""),
+    Verb("sl.compile", CompileParams, sl_compile, sl_compile.__doc__ or "", result=CompileResult),
     Verb("sl.query", QueryParams, sl_query, sl_query.__doc__ or "", write_keys=lambda p: sink.write_key(p.save_to),
-         write_key_rule="export:exports/<save_to> (only with save_to)"),
+         write_key_rule="export:exports/<save_to> (only with save_to)", result=QueryResult),
 )

@@ -15,6 +15,7 @@ from packs.sl.dbt_map import Mapped, map_project
 from packs.sl.dbt_merge import SourceFileError, merge_text, render, same_table
 from packs.sl.dbt_parse import Note, load_project
 from packs.sl.models import Source
+from packs.sl.results import ImportResult
 from packs.sl.store import list_sources, source_path
 from packs.sl.validate import Known, check_text, parse_source
 
@@ -92,9 +93,9 @@ def run_import(files: FileStore, root: Path, *, connection: str, schema: str | N
                 commit_errors.append(f"{path}: {written.commit_error}")
     result: dict[str, Any] = {
         **changes, "warnings": warnings, "sources": len(mapped.sources), "measures": mapped.measures,
-        "metrics": mapped.metrics, "dry_run": dry_run, "root": str(root)}
+        "metrics": mapped.metrics, "dryRun": dry_run, "root": str(root)}
     if commit_errors:
-        result["commit_errors"] = commit_errors
+        result["commitErrors"] = commit_errors
     return result
 
 
@@ -152,5 +153,5 @@ def _warning(note: Note) -> dict[str, Any]:
 DBT_VERBS = (
     Verb("sl.import_dbt", ImportParams, import_dbt, import_dbt.__doc__ or "", visibility=Visibility.OPERATOR,
          write_keys=lambda params: [f"sl:{params.connection}/*"], write_key_rule="sl:<connection>/*",
-         read_only=False),
+         read_only=False, result=ImportResult),
 )

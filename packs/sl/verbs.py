@@ -15,6 +15,7 @@ from khive.index.documents import words
 from khive.limits import OptionalQueryText, QueryText, capped, check
 from khive.project.yamldoc import YamlLimitError, plain, safe_yaml
 from khive.verbs import Params, Verb, Visibility
+from packs.sl import results
 from packs.sl.bootstrap import bootstrap_connection
 from packs.sl.compile_verbs import COMPILE_VERBS
 from packs.sl.dbt_verbs import DBT_VERBS
@@ -260,7 +261,7 @@ def write(params: WriteParams, ctx: Context) -> dict[str, Any]:
     result = files.update(path, update, author=ctx.principal, message=f"sl: write {path}")
     ctx.runtime.index.refresh()
     return {"name": name, "connectionId": params.connection, "path": path, "created": not existed[0],
-            "changed": result.changed, "sha256": result.sha256, "commit_error": result.commit_error}
+            "changed": result.changed, "sha256": result.sha256, "commitError": result.commit_error}
 
 
 def validate(params: WriteParams, ctx: Context) -> dict[str, Any]:
@@ -300,15 +301,17 @@ def bootstrap(params: BootstrapParams, ctx: Context) -> dict[str, Any]:
 
 
 VERBS = (
-    Verb("sl.list", ListParams, list_sources_verb, list_sources_verb.__doc__ or ""),
-    Verb("sl.search", SearchParams, search, search.__doc__ or ""),
-    Verb("sl.read", ReadParams, read, read.__doc__ or ""),
+    Verb("sl.list", ListParams, list_sources_verb, list_sources_verb.__doc__ or "", result=results.ListResult),
+    Verb("sl.search", SearchParams, search, search.__doc__ or "", result=results.SearchResult),
+    Verb("sl.read", ReadParams, read, read.__doc__ or "", result=results.ReadResult),
     Verb("sl.write", WriteParams, write, write.__doc__ or "", write_keys=_write_keys,
-         write_key_rule="sl:<connection>/<name>", read_only=False),
-    Verb("sl.validate", WriteParams, validate, validate.__doc__ or ""),
-    Verb("sl.dictionary_search", DictionaryParams, dictionary, dictionary.__doc__ or ""),
+         write_key_rule="sl:<connection>/<name>", read_only=False, result=results.WriteResult),
+    Verb("sl.validate", WriteParams, validate, validate.__doc__ or "", result=results.ValidateResult),
+    Verb("sl.dictionary_search", DictionaryParams, dictionary, dictionary.__doc__ or "",
+         result=results.DictionaryResult),
     Verb("sl.bootstrap", BootstrapParams, bootstrap, bootstrap.__doc__ or "", visibility=Visibility.OPERATOR,
-         write_keys=lambda p: [f"sl:{p.connection}/*"], write_key_rule="sl:<connection>/*", read_only=False),
+         write_keys=lambda p: [f"sl:{p.connection}/*"], write_key_rule="sl:<connection>/*", read_only=False,
+         result=results.BootstrapResult),
     *COMPILE_VERBS,
     *DBT_VERBS,
 )

@@ -6,11 +6,13 @@ import datetime as dt
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
 
 from khive.context import Context
 from khive.errors import InvalidArgs, NotFound, OpError
 from khive.limits import QueryText, capped, current, invalid
 from khive.verbs import Params, Verb, Visibility
+from packs.wiki import results
 from packs.wiki.index import WIKI_KIND, page_document
 from packs.wiki.models import Frontmatter, PageKey, PageKind, Relations, check_key
 from packs.wiki.page import GLOBAL, Page, PageError, describe, doc_id, page_path, parse_page, render_page
@@ -77,7 +79,7 @@ def write(params: WriteParams, ctx: Context) -> dict[str, Any]:
                                           message=f"wiki: write {page.path}")
     index.refresh()
     return {"key": page.key, "scope": page.scope, "path": page.path, "changed": result.changed,
-            "sha256": result.sha256, **_links(page, ctx), "commit_error": result.commit_error}
+            "sha256": result.sha256, **_links(page, ctx), "commitError": result.commit_error}
 
 
 class ReadParams(Params):
@@ -116,7 +118,7 @@ def _links(page: Page, ctx: Context) -> dict[str, Any]:
     unresolved = sorted({key for key in targets if not _exists(ctx, key)})
     known = ctx.runtime.index.existing([f"sl:{name}" for name in page.meta.sl_refs])  # one query for all
     unresolved_sl = sorted(name for name in page.meta.sl_refs if f"sl:{name}" not in known)
-    return {"unresolved_refs": unresolved, "unresolved_sl_refs": unresolved_sl}
+    return {"unresolvedRefs": unresolved, "unresolvedSlRefs": unresolved_sl}
 
 
 def read(params: ReadParams, ctx: Context) -> dict[str, Any]:
@@ -127,8 +129,13 @@ def read(params: ReadParams, ctx: Context) -> dict[str, Any]:
     superseded_by = [edge["id"] for edge in backlinks if edge["relation"] == "supersedes"]
     shadows_global = page.scope != GLOBAL and ctx.runtime.files.exists(page_path(page.key, GLOBAL))
     return {"key": page.key, "scope": page.scope, "path": page.path,
-            **page.meta.model_dump(mode="json"), "body": page.body, **_links(page, ctx),
-            "backlinks": backlinks, "superseded_by": superseded_by, "shadows_global": shadows_global}
+            **_wire(page.meta.model_dump(mode="json")), "body": page.body, **_links(page, ctx),
+            "backlinks": backlinks, "supersededBy": superseded_by, "shadowsGlobal": shadows_global}
+
+
+def _wire(frontmatter: dict[str, Any]) -> dict[str, Any]:
+    """Frontmatter fields as results name them (camelCase, ADR 0039); relation names inside stay as written."""
+    return {to_camel(key): value for key, value in frontmatter.items()}
 
 
 class SearchParams(Params):
@@ -173,7 +180,7 @@ def search(params: SearchParams, ctx: Context) -> dict[str, Any]:
     return {"hits": [{"key": hit.metadata["key"], "scope": hit.metadata["scope"], "title": hit.title,
                       "summary": hit.metadata["summary"], "kind": hit.metadata["page_kind"],
                       "tags": hit.metadata.get("tags", []), "score": hit.score, "snippet": hit.snippet,
-                      "superseded_by": superseded_by} for hit, superseded_by in results],
+                      "supersededBy": superseded_by} for hit, superseded_by in results],
             "count": len(results)}
 
 
@@ -237,10 +244,10 @@ def _write_key(params: Any) -> list[str]:
 
 VERBS = (
     Verb("wiki.write", WriteParams, write, write.__doc__ or "", write_keys=_write_key,
-         write_key_rule="wiki:<scope>/<key>", read_only=False),
-    Verb("wiki.read", ReadParams, read, read.__doc__ or ""),
-    Verb("wiki.search", SearchParams, search, search.__doc__ or ""),
-    Verb("wiki.list", ListParams, list_pages, list_pages.__doc__ or ""),
+         write_key_rule="wiki:<scope>/<key>", read_only=False, result=results.WriteResult),
+    Verb("wiki.read", ReadParams, read, read.__doc__ or "", result=results.ReadResult),
+    Verb("wiki.search", SearchParams, search, search.__doc__ or "", result=results.SearchResult),
+    Verb("wiki.list", ListParams, list_pages, list_pages.__doc__ or "", result=results.ListResult),
     Verb("wiki.delete", DeleteParams, delete, delete.__doc__ or "", visibility=Visibility.OPERATOR,
-         write_keys=_write_key, write_key_rule="wiki:<scope>/<key>", read_only=False),
+         write_keys=_write_key, write_key_rule="wiki:<scope>/<key>", read_only=False, result=results.DeleteResult),
 )

@@ -109,7 +109,7 @@ def test_agents_cannot_read_other_roles_statements(leaky_warehouse: tuple[dict[s
     _, envelopes = run_requests(launch_params(mcp_entry(project), shell, cwd=tmp_path), texts, tmp_path / "s.log")
     for envelope in envelopes:  # over MCP: refused by name
         error = envelope["results"][0]["error"]
-        assert (error["code"], error["details"]["gate_code"]) == ("sql_refused", "server_state"), error
+        assert (error["code"], error["details"]["gateCode"]) == ("sql_refused", "server_state"), error
     # The operator's CLI may ask, but the agent's role (no pg_read_all_stats) sees no one else's text.
     answer = ok(khive("request", texts[0], cwd=project, env=shell)).stdout
     assert "insufficient privilege" in answer

@@ -306,7 +306,7 @@ def test_runtime_writes_its_audit_to_postgres(pg_database: str, tmp_path: Path) 
             assert isinstance(runtime.audit, PostgresAuditStore)
             envelope = await dispatch(parse('[ping(echo="hi"), ping(echo={"token": "tok-1"})]'),
                                       Context(runtime, "agent:tester", CLI))
-            return envelope, await runtime.audit.query(AuditQuery(request_id=envelope["request_id"]))
+            return envelope, await runtime.audit.query(AuditQuery(request_id=envelope["requestId"]))
         finally:
             await runtime.aclose()
 
@@ -318,8 +318,8 @@ def test_runtime_writes_its_audit_to_postgres(pg_database: str, tmp_path: Path) 
     with psycopg.connect(pg_database) as conn:
         rows = conn.execute("SELECT request_id, op_index, kind, args_redacted FROM team_audit ORDER BY id").fetchall()
     # write-ahead: both starts in one transaction before either op ran, then one outcome row per op
-    assert rows[:2] == [(envelope["request_id"], 0, "start", {"echo": "hi"}),
-                        (envelope["request_id"], 1, "start", {"echo": {"token": MASK}})]
+    assert rows[:2] == [(envelope["requestId"], 0, "start", {"echo": "hi"}),
+                        (envelope["requestId"], 1, "start", {"echo": {"token": MASK}})]
     assert sorted(row[1:3] for row in rows[2:]) == [(0, "outcome"), (1, "outcome")]
 
 
@@ -355,3 +355,17 @@ def test_malformed_url_is_a_config_error_that_hides_the_url() -> None:
     with pytest.raises(ConfigError) as info:
         PostgresAuditStore("postgresql://khive:s3cret-pw@db/audit?no_such_option=1")
     assert "s3cret-pw" not in str(info.value)
+
+
+def test_a_renamed_code_is_found_and_shown_in_its_one_spelling(backend: Backend) -> None:
+    """ADR 0039: ``parse-error`` became ``parse_error``; a trail written before the rename still answers."""
+    old = event("old", verb="(parse)", outcome="parse-error")
+    new = event("new", verb="(parse)", outcome="parse_error", ts=T0 + timedelta(hours=1))
+
+    async def body(store: AuditStore) -> list[AuditEvent]:
+        await store.append([old, new, event("other", ts=T0 + timedelta(hours=2))])
+        return await store.query(AuditQuery(outcome="parse_error"))
+
+    found = backend.run(body)
+    assert [e.request_id for e in found] == ["new", "old"]
+    assert {e.to_dict()["outcome"] for e in found} == {"parse_error"}

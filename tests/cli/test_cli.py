@@ -47,9 +47,9 @@ def test_a_request_that_does_not_parse_is_audited_without_its_text(project: Path
     text = "sql.execute(connection=wh, sql=SELECT card_number FROM payments)"
     bad = khive("request", text, "--request-id", "cli-unparsed", cwd=project)
     assert bad.returncode == 2
-    listed = khive("audit", "--json", "--outcome", "parse-error", cwd=project)
+    listed = khive("audit", "--json", "--outcome", "parse_error", cwd=project)
     [event] = [json.loads(line) for line in listed.stdout.splitlines()]
-    assert (event["request_id"], event["verb"], event["transport"]) == ("cli-unparsed", "(parse)", "cli")
+    assert (event["requestId"], event["verb"], event["transport"]) == ("cli-unparsed", "(parse)", "cli")
     assert event["principal"].startswith("operator:") and event["args"]["text_chars"] == len(text)
     trail = b"".join(path.read_bytes() for path in (project / ".khive").glob("audit.sqlite*"))
     assert b"cli-unparsed" in trail and b"card_number" not in trail
@@ -80,7 +80,7 @@ def test_audit_reads_back_events(project: Path) -> None:
     khive("request", '[ping(echo="x"), nope()]', "--request-id", "cli-req", cwd=project)
     result = khive("audit", "--json", "--limit", "10", cwd=project)
     events = [json.loads(line) for line in result.stdout.splitlines()]
-    mine = [event for event in events if event["request_id"] == "cli-req"]
+    mine = [event for event in events if event["requestId"] == "cli-req"]
     assert sorted(event["outcome"] for event in mine) == ["ok", "unknown_verb"]
     assert all(event["transport"] == "cli" and event["principal"].startswith("operator:") for event in mine)
     filtered = khive("audit", "--json", "--outcome", "unknown_verb", cwd=project)

@@ -158,7 +158,7 @@ def test_pg_stat_statements_in_public_is_refused_over_mcp(tmp_path: Path, wareho
     for query in ("SELECT query FROM public.pg_stat_statements", "SELECT query FROM pg_stat_activity"):
         refused = over_mcp(root, warehouse.agent, query)
         assert refused["error"]["code"] == "sql_refused", refused
-        assert refused["error"]["details"]["gate_code"] == "server_state"
+        assert refused["error"]["details"]["gateCode"] == "server_state"
     assert over_cli(root, warehouse.agent, "SELECT count(*) FROM public.pg_stat_statements", monkeypatch)["ok"]
 
 

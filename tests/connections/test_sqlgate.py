@@ -480,6 +480,7 @@ def test_require_read_only_raises_with_reason_and_kind() -> None:
     assert error.details["gate_code"] == "not_read_only"
     assert "DELETE" in error.details["reason"]
     assert error.to_dict()["code"] == "sql_refused"
+    assert error.to_dict()["details"]["gateCode"] == "not_read_only"  # camelCase on the wire (ADR 0039)
 
 
 def test_parse_errors_carry_line_and_column() -> None:

@@ -95,7 +95,7 @@ async def test_a_slow_statement_stops_at_the_connections_ceiling(wh: Runtime) ->
     failed = await execute(runtime, sql, timeout_s=60)
     error = failed["error"]
     assert error["code"] == "statement_timeout", error
-    assert error["details"]["timeout_s"] == 1 and error["details"]["timeout_source"] == "connection"
+    assert error["details"]["timeoutS"] == 1 and error["details"]["timeoutSource"] == "connection"
     assert "statement_timeout_s" in error["message"]
     again = await execute(runtime, "SELECT 1 AS one", timeout_s=60)  # the pooled session is still good
     assert again["ok"], again
@@ -103,8 +103,8 @@ async def test_a_slow_statement_stops_at_the_connections_ceiling(wh: Runtime) ->
 
 async def test_a_request_timeout_below_the_ceiling_is_named_as_the_limit(duck: Runtime) -> None:
     failed = await execute(duck, SLOW_DUCKDB, timeout_s=0.3)
-    assert failed["error"]["details"]["timeout_s"] == 0.3
-    assert failed["error"]["details"]["timeout_source"] == "request"
+    assert failed["error"]["details"]["timeoutS"] == 0.3
+    assert failed["error"]["details"]["timeoutSource"] == "request"
     assert "this request's timeout_s" in failed["error"]["message"]
 
 

@@ -56,7 +56,7 @@ def main(path: str, record: str, ready: str) -> None:
                     send(conn, {"type": "envelope", "envelope": {
                         "results": [{"ok": True, "verb": "ping", "result": {"pong": True, "echo": "FORGED"}}],
                         "summary": {"total": 1, "succeeded": 1, "failed": 0, "aborted": 0},
-                        "status": "success", "request_id": frame.get("id")}})
+                        "status": "success", "requestId": frame.get("id")}})
                 else:
                     send(conn, {"type": "status", "pid": os.getpid(), "forged": True})
 

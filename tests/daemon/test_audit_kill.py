@@ -74,12 +74,12 @@ def test_kill_9_mid_chain_the_next_daemon_records_the_running_op_interrupted(
     [(_, outcome, reason)] = raw_outcomes(project, "chain-1", pg_url)[1:]
     assert outcome == "interrupted" and f"pid {victim} " in reason and f"recorded by pid {successor} " in reason
 
-    events = {e["op_index"]: e for e in audit(project, daemon.env) if e["request_id"] == "chain-1"}
+    events = {e["opIndex"]: e for e in audit(project, daemon.env) if e["requestId"] == "chain-1"}
     assert journal_lines(journal) == [f"d.write a {victim}"]
     assert sorted(events) == [0, 1]  # op 2 never started: no event
     assert [(events[i]["outcome"], events[i]["args"]["tag"], events[i]["process"]["pid"]) for i in (0, 1)] == [
         ("ok", "a", victim), ("interrupted", "b", victim)]
-    assert events[1]["write_keys"] == ["d:b"]
+    assert events[1]["writeKeys"] == ["d:b"]
 
 
 def test_kill_9_mid_batch_every_wiki_page_on_disk_has_its_audit_event(daemon: Daemon, project: Path,
@@ -100,14 +100,14 @@ def test_kill_9_mid_batch_every_wiki_page_on_disk_has_its_audit_event(daemon: Da
     client.communicate(timeout=120)
 
     on_disk = {f"kill/{page.stem}" for page in pages.glob("*.md")}
-    events = [e for e in audit(project, {**daemon.env, **env}) if e["request_id"] == "wiki-kill"]
+    events = [e for e in audit(project, {**daemon.env, **env}) if e["requestId"] == "wiki-kill"]
     audited = {e["args"]["key"]: e for e in events if e["verb"] == "wiki.write"}
     assert len(on_disk) >= 5 and on_disk <= set(audited)
     assert len(events) == 61  # the whole batch was in the trail before its first op ran
     assert {e["outcome"] for e in events} <= {"ok", "interrupted"}
     assert [e["outcome"] for e in events if e["verb"] == "d.write"] == ["interrupted"]
     for key in on_disk:
-        assert audited[key]["write_keys"] and audited[key]["decision"] == "allow"
+        assert audited[key]["writeKeys"] and audited[key]["decision"] == "allow"
 
 
 def test_a_result_json_cannot_hold_does_not_cost_the_events(daemon: Daemon, project: Path, tmp_path: Path) -> None:
@@ -116,8 +116,8 @@ def test_a_result_json_cannot_hold_does_not_cost_the_events(daemon: Daemon, proj
     chain = f'd.huge() | d.write(tag="big", note=$prev.n, journal="{journal}")'
     daemon.khive("request", chain, "--request-id", "huge-1", cwd=project)
     assert [line.split()[:2] for line in journal_lines(journal)] == [["d.write", "big"]]
-    events = sorted((e for e in audit(project, daemon.env) if e["request_id"] == "huge-1"),
-                    key=lambda e: e["op_index"])
+    events = sorted((e for e in audit(project, daemon.env) if e["requestId"] == "huge-1"),
+                    key=lambda e: e["opIndex"])
     assert [(e["verb"], e["outcome"]) for e in events] == [("d.huge", "ok"), ("d.write", "ok")]
     assert events[1]["args"]["note"] in (str(2**70), 2**70)  # as the audit stores it, or as a later rule encodes it
 
@@ -149,11 +149,11 @@ async def test_over_mcp_a_refused_operator_verb_and_a_parse_error_are_audited(da
                 await anyio.to_thread.run_sync(wait_for, lambda: (hold / "started-h").exists(), "the batch running")
                 await anyio.to_thread.run_sync(kill, daemon)
     events = await anyio.to_thread.run_sync(audit, project, daemon.env)
-    mine = sorted((e for e in events if e["request_id"] in {"p-1", "op-1"}),
-                  key=lambda e: (e["request_id"], e["op_index"]))
+    mine = sorted((e for e in events if e["requestId"] in {"p-1", "op-1"}),
+                  key=lambda e: (e["requestId"], e["opIndex"]))
     me = f"agent:{pwd.getpwuid(os.getuid()).pw_name}"  # the OS user, never the client's name (ADR 0032)
-    assert [(e["request_id"], e["verb"], e["outcome"], e["transport"], e["principal"], e["client"]) for e in mine] == [
+    assert [(e["requestId"], e["verb"], e["outcome"], e["transport"], e["principal"], e["client"]) for e in mine] == [
         ("op-1", "audit.query", "permission_denied", "mcp-stdio", me, "agent-x"),
         ("op-1", "d.write", "interrupted", "mcp-stdio", me, "agent-x"),
-        ("p-1", "(parse)", "parse-error", "mcp-stdio", me, "agent-x")]
+        ("p-1", "(parse)", "parse_error", "mcp-stdio", me, "agent-x")]
     assert "secret-key-123" not in json.dumps(mine)

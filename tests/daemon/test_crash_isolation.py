@@ -24,7 +24,7 @@ CODE = re.compile(r"[a-z][a-z0-9_]*\Z")
 def envelope_of(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     assert "Traceback" not in done.stderr, done.stderr
     envelope: dict[str, Any] = json.loads(done.stdout)
-    assert set(envelope) == {"results", "summary", "status", "request_id"}
+    assert set(envelope) == {"results", "summary", "status", "requestId"}
     return envelope
 
 

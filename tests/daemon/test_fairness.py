@@ -125,6 +125,6 @@ def test_a_full_pool_makes_a_caller_wait_at_most_its_timeout(
             holder.communicate(timeout=120)
     error = envelope_of(waiter)["results"][0]["error"]
     assert error["code"] == "pool_timeout"
-    assert error["details"] == {"connection": "pg", "pool_size": POOL, "waited_s": 0.3}
+    assert error["details"] == {"connection": "pg", "poolSize": POOL, "waitedS": 0.3}
     assert "pool_size" in error["message"]
     assert activity.most_connections <= POOL

@@ -28,7 +28,7 @@ def test_forwarded_request_is_audited_with_the_callers_transport_and_principal(d
     result = json.loads(done.stdout)["results"][0]["result"]
     assert result["pid"] == daemon.pid() and result["transport"] == "cli"
     assert result["principal"].startswith("operator:")
-    [event] = [e for e in audit(project, daemon.env) if e["request_id"] == "fwd-1"]
+    [event] = [e for e in audit(project, daemon.env) if e["requestId"] == "fwd-1"]
     assert (event["verb"], event["transport"], event["principal"]) == ("d.read", "cli", result["principal"])
 
 
@@ -62,7 +62,7 @@ def test_config_id_mismatch_falls_back_to_local_dispatch(daemon: Daemon, project
     assert done.returncode == 0, done.stderr
     assert f"serves another configuration (project {project}" in done.stderr
     assert json.loads(done.stdout)["results"][0]["result"]["pid"] != daemon.pid()
-    assert [e["verb"] for e in audit(other, daemon.env) if e["request_id"] == "other-1"] == ["d.read"]
+    assert [e["verb"] for e in audit(other, daemon.env) if e["requestId"] == "other-1"] == ["d.read"]
 
     assert daemon.status(other)["requests_served"] == served
 
@@ -151,8 +151,8 @@ def test_kill_9_with_20_requests_in_flight(daemon: Daemon, project: Path, tmp_pa
 
     ran = Counter(tuple(line.split()[:2]) for line in journal.read_text().splitlines())
     assert ran == Counter({("d.read", tag): 1 for tag, verb in tags.items() if verb == "d.read"})
-    audited = Counter((e["verb"], str(e["request_id"]).removeprefix("req-")) for e in audit(project, daemon.env)
-                      if str(e["request_id"]).startswith("req-") and e["outcome"] == "ok")
+    audited = Counter((e["verb"], str(e["requestId"]).removeprefix("req-")) for e in audit(project, daemon.env)
+                      if str(e["requestId"]).startswith("req-") and e["outcome"] == "ok")
     assert audited == ran  # every executed op audited once; no write executed at all
 
 
@@ -191,5 +191,5 @@ async def test_khive_mcp_forwards_through_the_daemon(daemon: Daemon, project: Pa
     assert envelope["results"][0]["result"]["pid"] == daemon.pid()
     assert envelope["results"][0]["result"]["transport"] == "mcp-stdio"
     events = await anyio.to_thread.run_sync(audit, project, daemon.env)
-    [event] = [e for e in events if e["request_id"] == "mcp-1"]
+    [event] = [e for e in events if e["requestId"] == "mcp-1"]
     assert (event["transport"], event["principal"], event["client"]) == ("mcp-stdio", f"agent:{os_user()}", "agent-x")

@@ -92,7 +92,7 @@ def test_the_daemon_decides_the_principal_from_the_peer(daemon: Daemon, project:
                 request_id=f"claim-{index}", ops='d.read(tag="who")', presentation="verbose", principal=claimed,
                 transport=transport, user="ci-bot", client="claims-to-be-ci-bot"))
         assert envelope["status"] == "success", envelope
-    events = {event["request_id"]: event for event in audit(project, daemon.env)}
+    events = {event["requestId"]: event for event in audit(project, daemon.env)}
     for index, (transport, _, expected) in enumerate(claims):
         event = events[f"claim-{index}"]
         assert (event["transport"], event["principal"], event["client"]) == (

@@ -55,6 +55,6 @@ async def test_khive_serve_forwards_with_the_http_principal(daemon: Daemon, proj
     assert envelope is not None and envelope["results"][0]["result"]["pid"] == daemon.pid()
     assert envelope["results"][0]["result"]["transport"] == "mcp-http"
     assert denied.structured_content["results"][0]["error"]["code"] == "permission_denied"  # type: ignore[index]
-    events = {e["request_id"]: e for e in await anyio.to_thread.run_sync(audit, project, daemon.env)}
+    events = {e["requestId"]: e for e in await anyio.to_thread.run_sync(audit, project, daemon.env)}
     assert (events["http-1"]["transport"], events["http-1"]["principal"]) == ("mcp-http", "agent:http-local")
     assert events["http-2"]["outcome"] == "permission_denied"  # operator verbs stay off the wire in the daemon

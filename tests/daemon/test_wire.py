@@ -68,7 +68,7 @@ def test_malformed_frames_get_a_clear_error(daemon: Daemon, project: Path) -> No
         frames.send_frame(sock, protocol.request(request_id="z", ops="d.read(tag=", presentation="agent",
                                                  principal="operator:t", transport="cli", user="t"))
         answer = frames.recv_frame(sock)
-        assert answer["code"] == "parse-error" and answer["details"]["line"] == 1
+        assert answer["code"] == "parse_error" and answer["details"]["line"] == 1
 
 
 def test_a_request_that_does_not_parse_is_audited_without_its_text(daemon: Daemon, project: Path) -> None:
@@ -79,10 +79,10 @@ def test_a_request_that_does_not_parse_is_audited_without_its_text(daemon: Daemo
         frames.send_frame(sock, protocol.request(request_id="unparsed-1", ops='d.read(tag=hunter2-secret)',
                                                  presentation="agent", principal="agent:raw", transport="mcp-http",
                                                  user="t"))
-        assert frames.recv_frame(sock)["code"] == "parse-error"
-    [event] = [e for e in audit(project, daemon.env) if e["request_id"] == "unparsed-1"]
+        assert frames.recv_frame(sock)["code"] == "parse_error"
+    [event] = [e for e in audit(project, daemon.env) if e["requestId"] == "unparsed-1"]
     assert (event["verb"], event["outcome"], event["principal"], event["transport"]) == (
-        "(parse)", "parse-error", "agent:raw", "mcp-http")
+        "(parse)", "parse_error", "agent:raw", "mcp-http")
     assert event["process"]["pid"] == status["pid"]
     assert "hunter2" not in orjson.dumps(event).decode()
 

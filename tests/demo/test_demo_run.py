@@ -51,7 +51,7 @@ def test_demo_builds_everything_in_the_directory_and_reruns_idempotently(tmp_pat
     assert out.count("status: success") == 4  # single, batch, chain, lookup: every op answered
     assert "✓ scan.entity support.tickets" in out  # the chain fed the search result into the second op
     assert "✗ scan.run permission_denied" in out  # an operator verb over MCP
-    assert "parse-error" in out and "did you mean" in out
+    assert "parse_error" in out and "did you mean" in out
     # Everything generated lives in the target directory.
     assert (target / "data" / "shop.duckdb").is_file() and (target / "data" / "query-log.jsonl").is_file()
     assert len(list((target / "semantic-layer" / "shop").glob("*.yaml"))) >= 15

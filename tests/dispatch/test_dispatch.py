@@ -21,13 +21,13 @@ async def test_single_envelope_shape(run: Any) -> None:
         "results": [{"ok": True, "verb": "t.echo", "result": {"x": 1, "y": "a", "principal": "operator:tester"}}],
         "summary": {"total": 1, "succeeded": 1, "failed": 0, "aborted": 0},
         "status": "success",
-        "request_id": "req-1",
+        "requestId": "req-1",
     }
 
 
 async def test_request_id_generated_when_absent(run: Any) -> None:
     first, second = await run("ping()"), await run("ping()")
-    assert first["request_id"] and first["request_id"] != second["request_id"]
+    assert first["requestId"] and first["requestId"] != second["requestId"]
 
 
 async def test_parallel_results_in_input_order_and_failure_isolated(run: Any) -> None:
@@ -59,7 +59,7 @@ async def test_max_parallel_ops_bounds_a_batch_and_keeps_its_semantics(make_runt
     assert [r["verb"] for r in results] == ["t.slow", "t.fail", "t.write", "t.crash", "t.slow", "t.write", "t.echo",
                                            "t.slow"]
     assert [r["ok"] for r in results] == [True, False, True, False, True, False, True, True]
-    assert results[5]["error"]["details"]["claimed_by"] == {"index": 2, "verb": "t.write"}  # claims stay in order
+    assert results[5]["error"]["details"]["claimedBy"] == {"index": 2, "verb": "t.write"}  # claims stay in order
     assert results[6]["result"]["x"] == 7
     assert envelope["summary"] == {"total": 8, "succeeded": 5, "failed": 3, "aborted": 0}
 
@@ -144,7 +144,7 @@ async def test_write_conflict_in_batch(run: Any) -> None:
     assert [r["ok"] for r in results] == [True, True, False, True]
     error = results[2]["error"]
     assert error["code"] == "write_conflict"
-    assert error["details"]["claimed_by"] == {"index": 0, "verb": "t.write"}
+    assert error["details"]["claimedBy"] == {"index": 0, "verb": "t.write"}
     assert "test:a" in error["message"]
 
 
@@ -185,9 +185,9 @@ async def test_help_returns_schema_visibility_and_write_key_rule(run: Any) -> No
     envelope = await run("t.write(help=true)")
     result = envelope["results"][0]["result"]
     assert result["visibility"] == "public"
-    assert result["write_keys"] == "test:<key>"
+    assert result["writeKeys"] == "test:<key>"
     assert result["params"]["required"] == ["key"]
-    assert result["read_only"] is False
+    assert result["readOnly"] is False
 
 
 async def test_progress_reaches_the_sink(runtime: Any) -> None:

@@ -108,7 +108,7 @@ async def test_audit_counts_equal_ops_under_50_concurrent_requests(runtime: Any)
     for event in events:
         per_request.setdefault(event.request_id, set()).add(event.op_index)
     for envelope in envelopes:
-        assert per_request[envelope["request_id"]] == set(range(envelope["summary"]["total"]))
+        assert per_request[envelope["requestId"]] == set(range(envelope["summary"]["total"]))
 
 
 async def test_audit_query_verb_filters(run: Any) -> None:

@@ -211,7 +211,7 @@ def test_to_dict_shape_with_hint() -> None:
     assert isinstance(error, KhiveError)
     as_dict = error.to_dict()
     assert as_dict == {
-        "code": "parse-error",
+        "code": "parse_error",
         "message": "bare word 'abc' is not a value",
         "details": {
             "reason": "bareword-value",
@@ -237,7 +237,7 @@ def test_str_carries_position_reason_excerpt_and_hint() -> None:
     assert "(line 1, column 8) [bareword-value]" in text
     assert "get(id=abc)\n       ^" in text
     assert text.endswith('hint: did you mean id="abc"?')
-    assert error.code == "parse-error"
+    assert error.code == "parse_error"
 
 
 def test_json_form_errors_have_the_same_shape() -> None:

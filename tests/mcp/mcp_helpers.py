@@ -75,7 +75,8 @@ def leaves(exc: BaseException) -> Iterator[BaseException]:
 
 # --- subprocesses -------------------------------------------------------------------------------
 
-DAEMON_ISOLATION = ("KHIVE_HOME", "KHIVE_SOCKET", "KHIVE_NO_DAEMON")  # set for the session by tests/conftest.py
+# set for the session by tests/conftest.py: daemon isolation, and every result checked against its model
+DAEMON_ISOLATION = ("KHIVE_HOME", "KHIVE_SOCKET", "KHIVE_NO_DAEMON", "KHIVE_RESULT_CHECK")
 
 
 def clean_env(**extra: str) -> dict[str, str]:

@@ -221,7 +221,7 @@ def check_answer(ops: str, answer: dict[str, Any] | MCPError) -> None:
         assert answer.code == INVALID_PARAMS, f"{ops!r}: JSON-RPC error {answer.code}: {answer}"
         assert isinstance(answer.data, dict) and answer.data.get("reason"), f"{ops!r}: untyped error {answer.data}"
         return
-    assert set(answer) >= {"results", "summary", "status", "request_id"}, answer
+    assert set(answer) >= {"results", "summary", "status", "requestId"}, answer
     assert answer["status"] in ("success", "partial", "failed")
     for entry in answer["results"]:
         assert isinstance(entry.get("verb"), str) and isinstance(entry.get("ok"), bool), entry
@@ -254,8 +254,8 @@ def test_hostile_requests_never_hurt_the_daemon_or_skip_the_audit(session: Sessi
     by_op = {(event.request_id, event.op_index): event for event in events}
     for envelope in session.answered:
         for index, entry in enumerate(envelope["results"]):
-            event = by_op.get((envelope["request_id"], index))
-            assert event is not None, f"no audit event for op {index} ({entry['verb']}) of {envelope['request_id']}"
+            event = by_op.get((envelope["requestId"], index))
+            assert event is not None, f"no audit event for op {index} ({entry['verb']}) of {envelope['requestId']}"
             assert event.verb == entry["verb"]
             if entry["ok"]:
                 assert event.outcome == "ok", (event, entry)

@@ -74,7 +74,7 @@ async def test_bearer_token_from_env(project: Path, khive_serve: Serve) -> None:
 
             envelope = await call_with_id(client, "[ping(echo=1), audit.query()]", "http-1")
             assert envelope["status"] == "partial"
-            assert envelope["request_id"] == "http-1"
+            assert envelope["requestId"] == "http-1"
 
             with pytest.raises(MCPError) as error:
                 await client.call_tool(TOOL_NAME, {"ops": "ping(echo=abc)"})

@@ -69,7 +69,7 @@ async def test_a_failing_dispatcher_is_an_envelope_not_a_protocol_error(faulty: 
     result = await call(build_server(faulty, dispatcher=broken_dispatcher), mode,
                         {"ops": "[ping(), verbs()]", "request_id": "mcp-broken"})
     envelope = result.structured_content
-    assert envelope is not None and envelope["status"] == "failed" and envelope["request_id"] == "mcp-broken"
+    assert envelope is not None and envelope["status"] == "failed" and envelope["requestId"] == "mcp-broken"
     for op in envelope["results"]:
         assert op["error"]["code"] == "internal_error" and op["error"]["details"]["stage"] == "mcp_server"
         assert "RuntimeError: the forwarder broke" in op["error"]["message"] and "mcp-broken" in op["error"]["message"]

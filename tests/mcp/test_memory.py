@@ -18,9 +18,9 @@ pytestmark = pytest.mark.anyio
 
 async def call(client: Client, ops: str, **arguments: Any) -> dict[str, Any]:
     result = await client.call_tool(TOOL_NAME, {"ops": ops, **arguments})
-    assert not result.is_error
     envelope: dict[str, Any] | None = result.structured_content
     assert envelope is not None
+    assert result.is_error is (envelope["status"] == "failed")  # ADR 0039: isError when no op succeeded
     return envelope
 
 
@@ -42,7 +42,7 @@ async def test_exactly_one_tool_with_the_live_catalogue(client: Client) -> None:
     assert schema["properties"]["ops"]["type"] == "string"
     assert set(schema["properties"]) == {"ops", "presentation", "request_id"}
     assert tool.output_schema is not None
-    assert set(tool.output_schema["required"]) == {"results", "summary", "status", "request_id"}
+    assert set(tool.output_schema["required"]) == {"results", "summary", "status", "requestId"}
 
 
 # --- the envelope -------------------------------------------------------------------------------
@@ -55,7 +55,7 @@ async def test_single_call_returns_envelope_as_structured_and_text_content(clien
     assert envelope["results"] == [{"ok": True, "verb": "ping", "result": {"pong": True, "echo": "hi"}}]
     assert envelope["summary"] == {"total": 1, "succeeded": 1, "failed": 0, "aborted": 0}
     assert envelope["status"] == "success"
-    assert isinstance(envelope["request_id"], str) and envelope["request_id"]
+    assert isinstance(envelope["requestId"], str) and envelope["requestId"]
     assert len(result.content) == 1
     assert result.content[0].type == "text"
     assert json.loads(result.content[0].text) == envelope
@@ -101,7 +101,7 @@ async def test_dsl_syntax_error_is_invalid_params_with_position(client: Client) 
     assert error.code == INVALID_PARAMS == -32602
     assert "DSL syntax error" in error.message
     data = error.data
-    assert data["reason"] == "parse-error"
+    assert data["reason"] == "parse_error"
     assert data["code"] == "bareword-value"
     assert (data["line"], data["column"]) == (1, 11)
     assert data["excerpt"] == "ping(echo=abc)\n          ^"
@@ -113,7 +113,7 @@ async def test_dsl_syntax_error_on_a_later_line(client: Client) -> None:
     with pytest.raises(MCPError) as info:
         await client.call_tool(TOOL_NAME, {"ops": "[ping(),\n ping(echo=abc)]"})
     data = info.value.data
-    assert (data["reason"], data["code"]) == ("parse-error", "bareword-value")
+    assert (data["reason"], data["code"]) == ("parse_error", "bareword-value")
     assert (data["line"], data["column"]) == (2, 12)
 
 
@@ -124,7 +124,7 @@ async def test_syntax_error_never_reaches_the_dispatcher_and_is_audited_without_
         await client.call_tool(TOOL_NAME, {"ops": text, "request_id": "bad-text-1"})
     assert info.value.code == INVALID_PARAMS
     [event] = await audit_events(project)
-    assert (event.verb, event.outcome, event.request_id) == ("(parse)", "parse-error", "bad-text-1")
+    assert (event.verb, event.outcome, event.request_id) == ("(parse)", "parse_error", "bad-text-1")
     assert (event.principal, event.transport, event.client) == (f"agent:{os_user()}", "mcp-stdio", CLIENT_NAME)
     assert event.args_redacted["text_chars"] == len(text)
     assert (event.args_redacted["line"], event.args_redacted["column"]) == (1, 14)
@@ -187,14 +187,14 @@ async def test_presentation_agent_drops_nulls_verbose_keeps_them(client: Client)
 
 async def test_request_id_passes_through_to_envelope_and_audit(client: Client, project: Path) -> None:
     envelope = await call(client, "[ping(), verbs()]", request_id="req-42")
-    assert envelope["request_id"] == "req-42"
+    assert envelope["requestId"] == "req-42"
     events = await audit_events(project, request_id="req-42")
     assert sorted((event.op_index, event.verb) for event in events) == [(0, "ping"), (1, "verbs")]
 
 
 async def test_audit_records_transport_and_principal(client: Client, project: Path) -> None:
     envelope = await call(client, "[ping(echo=1), audit.query()]")
-    events = await audit_events(project, request_id=envelope["request_id"])
+    events = await audit_events(project, request_id=envelope["requestId"])
     assert len(events) == 2
     for event in events:
         assert event.transport == "mcp-stdio"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import zipfile
@@ -32,3 +33,18 @@ def test_grammar_text_is_the_source_grammar() -> None:
     from khive.dsl.grammar import grammar_text
 
     assert grammar_text() == (ROOT / "grammar" / "request.lark").read_text(encoding="utf-8")
+
+
+def test_a_foreign_top_level_packs_package_is_refused_by_name(tmp_path: Path) -> None:
+    """ADR 0047: another distribution's ``packs`` first on the path must not be imported as khive's packs."""
+    (tmp_path / "packs" / "wiki").mkdir(parents=True)
+    (tmp_path / "packs" / "__init__.py").write_text("")
+    (tmp_path / "packs" / "wiki" / "__init__.py").write_text("")
+    code = ("from khive.errors import PackLoadError\nfrom khive.plugins import build_plugin_manager\n"
+            "try:\n    build_plugin_manager(['wiki'])\n"
+            "except PackLoadError as exc:\n    print(exc.code, exc.message)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(tmp_path)}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("pack_load_error pack 'core': the top-level package 'packs' at "
+                                  f"{tmp_path / 'packs' / '__init__.py'} is not khive's"), done.stdout

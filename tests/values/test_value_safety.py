@@ -41,12 +41,12 @@ async def test_an_unencodable_value_fails_only_its_op(site: Site, transport: str
 
     assert rows["ok"] is False and rows["error"]["code"] == "unencodable_value"
     details = rows["error"]["details"]
-    assert (details["column"], details["type"], details["python_type"]) == ("outline", "geometry", "Shape")
+    assert (details["column"], details["type"], details["pythonType"]) == ("outline", "geometry", "Shape")
     assert "outline" in rows["error"]["message"] and "geometry" in rows["error"]["message"]
 
     assert result["ok"] is False and result["error"]["code"] == "unencodable_value"
     assert result["error"]["details"]["column"] == "$.found[0].outline"
-    assert result["error"]["details"]["python_type"] == "Shape"
+    assert result["error"]["details"]["pythonType"] == "Shape"
 
     if transport != "cli":
         pid = site.daemon_pid()

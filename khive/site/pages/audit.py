@@ -66,7 +66,7 @@ def _events(events: list[dict[str, Any]], filterable: bool = False) -> Markup:
         cells = [str(e.get("ts", ""))[:19].replace("T", " "), e.get("principal", ""),
                  e.get("transport", "") + (f" ({e['client']})" if e.get("client") else ""),
                  el("code", None, e.get("verb", "")), e.get("decision", ""), e.get("outcome", ""),
-                 f"{int(e.get('duration_us') or 0) / 1000:.1f}", el("code", None, _arguments(e)), e.get("reason", "")]
+                 f"{int(e.get('durationUs') or 0) / 1000:.1f}", el("code", None, _arguments(e)), e.get("reason", "")]
         rows.append(el("tr", {"data-principal": e.get("principal"), "data-verb": e.get("verb"),
                               "data-outcome": e.get("outcome"), "data-decision": e.get("decision"),
                               "data-site": "1" if e.get("client") == SITE_CLIENT else None} if filterable else None,

@@ -62,12 +62,12 @@ def _code_resolver(links: Links) -> Any:
 
 def _banner(read: dict[str, Any], links: Links) -> Markup:
     notes = []
-    if read.get("superseded_by"):
+    if read.get("supersededBy"):
         notes.append(el("p", {"class": "banner superseded"}, "Superseded by ",
-                        join(ref_link(links, {"id": ref}) for ref in read["superseded_by"]),
+                        join(ref_link(links, {"id": ref}) for ref in read["supersededBy"]),
                         ": searches hide this page."))
-    if read.get("stale_since"):
-        notes.append(el("p", {"class": "banner stale"}, f"Marked stale since {read['stale_since']}."))
+    if read.get("staleSince"):
+        notes.append(el("p", {"class": "banner stale"}, f"Marked stale since {read['staleSince']}."))
     if read.get("archived"):
         notes.append(el("p", {"class": "banner stale"}, "Archived: searches hide this page."))
     if read.get("kind") == "warning":
@@ -86,8 +86,8 @@ def _summary(read: dict[str, Any], links: Links) -> Markup:
                   ("aliases", ", ".join(read.get("aliases") or []) or None),
                   ("relevance", ", ".join(read.get("relevance") or []) or None),
                   ("date", read.get("date")),
-                  ("sources", join(links.source(name) for name in read.get("sl_refs") or [])
-                   if read.get("sl_refs") else None),
+                  ("sources", join(links.source(name) for name in read.get("slRefs") or [])
+                   if read.get("slRefs") else None),
               ]))
 
 
@@ -108,15 +108,15 @@ def _relations(read: dict[str, Any], links: Links) -> Markup:
         for name in RELATIONS if relations.get(name)]
     if read.get("refs"):
         rows.append(("refers to", join(links.page(key) for key in read["refs"])))
-    if read.get("superseded_by"):
-        rows.append(("superseded by", join(ref_link(links, {"id": ref}) for ref in read["superseded_by"])))
+    if read.get("supersededBy"):
+        rows.append(("superseded by", join(ref_link(links, {"id": ref}) for ref in read["supersededBy"])))
     backlinks = read.get("backlinks") or []
     if backlinks:
         rows.append(("cited by", join(el("span", None, ref_link(links, {"id": b.get("id")}), f" ({b.get('relation')})")
                                       for b in backlinks)))
-    for missing in ("unresolved_refs", "unresolved_sl_refs"):
+    for missing, label in (("unresolvedRefs", "unresolved refs"), ("unresolvedSlRefs", "unresolved sl refs")):
         if read.get(missing):
-            rows.append((missing.replace("_", " "), ", ".join(read[missing])))
+            rows.append((label, ", ".join(read[missing])))
     return definition(rows) if rows else empty("No relations.")
 
 

@@ -83,11 +83,11 @@ class Plan:
     notes: list[str] = field(default_factory=list)
 
     def describe(self) -> dict[str, Any]:
-        joins = [{**edge.describe(), "measure_source": g.source} for g in self.groups for edge in g.tree.edges]
+        joins = [{**edge.describe(), "measureSource": g.source} for g in self.groups for edge in g.tree.edges]
         pre = [{"source": g.source, "measures": [m.qualified for m in g.measures],
                 "grain": [d.qualified for d in self.dims if d.source in g.own_side]
                 + [f"{e.left}.{a}" for e in g.crossings for a, _ in e.keys],
-                "fan_out_joins": [e.describe() for e in g.crossings],
+                "fanOutJoins": [e.describe() for e in g.crossings],
                 "reaggregation": {m.qualified: REAGGREGABLE[m.agg] for m in g.base}}
                for g in self.groups if g.crossings]
         return {
@@ -96,14 +96,14 @@ class Plan:
             "dimensions": [d.qualified for d in self.dims],
             "sources": sorted({node for g in self.groups for node in g.tree.nodes}),
             "joins": joins,
-            "pre_aggregations": pre,
+            "preAggregations": pre,
             "combine": None if len(self.groups) < 2 else {
                 "strategy": "dimension spine LEFT JOIN" if self.dims else "cross join of one-row groups",
                 "groups": [g.cte for g in self.groups]},
             "filters": [p.text for p in self.predicates if p.kind == "filter"],
             "segments": [p.text for p in self.predicates if p.kind == "segment"],
-            "time_grain": self.time_grain,
-            "order_by": [f"{name} desc" if desc else name for name, desc in self.order_by],
+            "timeGrain": self.time_grain,
+            "orderBy": [f"{name} desc" if desc else name for name, desc in self.order_by],
             "limit": self.limit,
             "notes": self.notes,
         }

@@ -49,7 +49,7 @@ async def test_first_scan_writes_artifacts_and_report(call: Any, project: Path) 
     assert email["samples"]["skipped"] == "sensitive-name"
     saved = json.loads((run / "scan-report.json").read_text())
     assert saved["syncId"] == report["syncId"] and saved["trigger"] == "cli"
-    assert {"catalog_ms", "samples_ms", "inference_ms"} <= set(saved["timings"])
+    assert {"catalogMs", "samplesMs", "inferenceMs"} <= set(saved["timings"])
 
 
 async def test_rescan_after_ddl_reports_the_diff(call: Any, project: Path) -> None:

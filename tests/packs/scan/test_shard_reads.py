@@ -133,10 +133,10 @@ async def test_report_on_disk_carries_every_timing(call: Callable[..., Awaitable
     report = await call('scan.run(connection="shop")')
     run = project / "raw-sources/shop/live-database" / report["syncId"]
     saved = json.loads((run / "scan-report.json").read_text())
-    assert set(saved["timings"]) == {"catalog_ms", "samples_ms", "redact_ms", "inference_ms", "write_ms",
-                                      "total_ms"}
+    assert set(saved["timings"]) == {"catalogMs", "samplesMs", "redactMs", "inferenceMs", "writeMs",
+                                      "totalMs"}
     assert saved == report
-    assert saved["timings"]["total_ms"] >= saved["timings"]["write_ms"]
+    assert saved["timings"]["totalMs"] >= saved["timings"]["writeMs"]
     assert sorted(p.name for p in run.iterdir()) == ["connection.json", "scan-report.json", "tables.json"]
 
 

@@ -74,7 +74,7 @@ def refused(code: str, **query: Any) -> CompileError:
 def test_single_source_measures_by_dimension(shop: duckdb.DuckDBPyConnection) -> None:
     result = compiled(measures=["orders.revenue", "order_count"], dimensions=["orders.status"])
     assert run(shop, result) == run(shop, expected.ORDERS_BY_STATUS)
-    assert result.plan["joins"] == [] and result.plan["pre_aggregations"] == []
+    assert result.plan["joins"] == [] and result.plan["preAggregations"] == []
     assert "JOIN" not in result.sql
 
 
@@ -112,9 +112,9 @@ def test_fan_out_is_pre_aggregated_not_double_counted(shop: duckdb.DuckDBPyConne
     right, naive = run(shop, expected.REVENUE_BY_CATEGORY), run(shop, expected.REVENUE_BY_CATEGORY_NAIVE)
     assert right != naive  # the data fans out: the naive join double counts
     assert run(shop, result) == right
-    (pre,) = result.plan["pre_aggregations"]
+    (pre,) = result.plan["preAggregations"]
     assert pre["source"] == "orders" and pre["grain"] == ["orders.id"]
-    assert pre["fan_out_joins"][0]["relationship"] == "one_to_many"
+    assert pre["fanOutJoins"][0]["relationship"] == "one_to_many"
     assert any("pre-aggregated" in note for note in result.notes)
 
 
@@ -123,7 +123,7 @@ def test_fan_out_re_aggregates_every_kind(shop: duckdb.DuckDBPyConnection) -> No
                 "orders.aov"]
     result = compiled(measures=measures, dimensions=["categories.name", "customers.segment"])
     assert run(shop, result) == run(shop, expected.ORDER_MEASURES_BY_CATEGORY_AND_SEGMENT)
-    assert result.plan["pre_aggregations"][0]["grain"] == ["customers.segment", "orders.id"]
+    assert result.plan["preAggregations"][0]["grain"] == ["customers.segment", "orders.id"]
 
 
 def test_chasm_trap_measures_are_aggregated_per_source(shop: duckdb.DuckDBPyConnection) -> None:
@@ -143,7 +143,7 @@ def test_chasm_trap_with_a_fanned_out_group(shop: duckdb.DuckDBPyConnection) -> 
 def test_two_fan_outs_from_one_measure_source(shop: duckdb.DuckDBPyConnection) -> None:
     result = compiled(measures=["orders.revenue"], dimensions=["categories.name", "returns.reason"])
     assert run(shop, result) == run(shop, expected.REVENUE_BY_CATEGORY_AND_RETURN_REASON)
-    assert [j["to"] for j in result.plan["pre_aggregations"][0]["fan_out_joins"]] == ["order_items", "returns"]
+    assert [j["to"] for j in result.plan["preAggregations"][0]["fanOutJoins"]] == ["order_items", "returns"]
 
 
 def test_sql_defined_source(shop: duckdb.DuckDBPyConnection) -> None:
@@ -382,7 +382,7 @@ async def test_sl_compile_returns_sql_plan_and_errors(sl_call: Any) -> None:
     big = {"name": "big_orders", "agg": "count", "source": "orders", "filter": "amount >= 500"}
     result = await sl_call("sl.compile", connection="shop", measures=[big], dimensions=["categories.name"],
                            include=["plan"])
-    assert "sql" not in result and result["plan"]["pre_aggregations"][0]["source"] == "orders"
+    assert "sql" not in result and result["plan"]["preAggregations"][0]["source"] == "orders"
     refused = await sl_call("sl.compile", connection="shop", measures=["orders.revenue"],
                             filters=["categories.name = 'books'"])
     assert refused["error"]["code"] == "fan_out_filter"

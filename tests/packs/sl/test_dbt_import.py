@@ -378,7 +378,7 @@ async def test_reimport_is_unchanged_and_keeps_a_persons_edits(dbt_runtime: Runt
 
 async def test_dry_run_writes_nothing(dbt_runtime: Runtime, dbt_dir: Path, khive_project: Path) -> None:
     result = await run(dbt_runtime, dbt_dir, dry_run=True)
-    assert len(result["created"]) == 3 and result["dry_run"] is True
+    assert len(result["created"]) == 3 and result["dryRun"] is True
     assert not (khive_project / "semantic-layer" / "wh").exists()
 
 

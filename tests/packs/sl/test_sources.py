@@ -270,7 +270,7 @@ async def test_two_writes_of_one_source_in_a_batch_conflict(runtime: Runtime) ->
     assert first["ok"] or second["ok"]
     loser = second if first["ok"] else first
     assert loser["error"]["code"] == "write_conflict"
-    assert loser["error"]["details"]["write_key"] == "sl:shop/customers"
+    assert loser["error"]["details"]["writeKey"] == "sl:shop/customers"
 
 
 SEED_MEASURES = """\

@@ -83,15 +83,15 @@ async def test_deletion_removes_page_from_results(call: Any, project: Path) -> N
 
 async def test_strict_links_reported_then_resolved(call: Any) -> None:
     first = await call('wiki.write(key="a", summary="A", refs=["b"], relations={"supports": ["c"]})')
-    assert first["unresolved_refs"] == ["b", "c"]
-    assert (await call('wiki.read(key="a")'))["unresolved_refs"] == ["b", "c"]
+    assert first["unresolvedRefs"] == ["b", "c"]
+    assert (await call('wiki.read(key="a")'))["unresolvedRefs"] == ["b", "c"]
     await call('wiki.write(key="b", summary="B")')
     page = await call('wiki.read(key="a")')
-    assert page["unresolved_refs"] == ["c"]
+    assert page["unresolvedRefs"] == ["c"]
     backlinks = (await call('wiki.read(key="b")'))["backlinks"]
     assert backlinks == [{"id": "wiki:a", "relation": "refs"}]
     unresolved_sl = await call('wiki.write(key="d", sl_refs=["orders.order_count"])')
-    assert unresolved_sl["unresolved_sl_refs"] == ["orders.order_count"]
+    assert unresolved_sl["unresolvedSlRefs"] == ["orders.order_count"]
 
 
 async def test_superseded_page_hidden_unless_asked(call: Any) -> None:
@@ -102,7 +102,7 @@ async def test_superseded_page_hidden_unless_asked(call: Any) -> None:
     both = await call('wiki.search(query="count orders", include_superseded=true)')
     assert sorted(keys(both)) == ["orders-v1", "orders-v2"]
     old = await call('wiki.read(key="orders-v1")')
-    assert old["superseded_by"] == ["wiki:orders-v2"]
+    assert old["supersededBy"] == ["wiki:orders-v2"]
 
 
 async def test_archived_pages_hidden_unless_asked(call: Any) -> None:
@@ -121,7 +121,7 @@ async def test_user_page_shadows_global_for_that_user_only(call: Any) -> None:
     bob = await call('wiki.search(query="fiscal year")', principal="operator:bob")
     assert [(h["key"], h["scope"]) for h in bob["hits"]] == [("fiscal-year", "global")]
     assert (await call('wiki.read(key="fiscal-year")'))["summary"] == "Mine: starts in April"
-    assert (await call('wiki.read(key="fiscal-year")'))["shadows_global"] is True
+    assert (await call('wiki.read(key="fiscal-year")'))["shadowsGlobal"] is True
     assert (await call('wiki.read(key="fiscal-year", scope="global")'))["summary"].startswith("Global")
     assert (await call('wiki.read(key="fiscal-year")', principal="operator:bob"))["scope"] == "global"
 
