@@ -20,11 +20,12 @@ from typing import Any
 
 from khive.context import Context
 from khive.errors import NotFound, OpError
-from khive.project.runs import new_sync_id, prune_runs
+from khive.project.runs import new_sync_id, prune_runs, sync_time
 from packs.historic_sql import evidence, history, pages, projection
 from packs.historic_sql.bucketize import bucketize
 from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.config import HistoricSqlConfig, connection_settings
+from packs.historic_sql.filters import iso
 from packs.historic_sql.parse import ParseCache, parse_batch
 from packs.historic_sql.parsed import frozen_until_exit
 from packs.historic_sql.prime import Primer
@@ -65,6 +66,7 @@ async def _ingest(ctx: Context, connection: str, *, window_days: int | None, pro
         raise NotFound(f"connection {connection!r} has no scan to resolve table names against; run "
                        f"`khive scan {connection}` first", code="scan_missing", details={"connection": connection})
     timings: dict[str, float] = {}
+    fetched_at = iso(datetime.now(UTC))
     started = clock = time.perf_counter()
     await ctx.progress(0, STEPS, f"{connection}: reading query history")
     search = history.search_path(runtime.connection(connection), settings)
@@ -98,9 +100,9 @@ async def _ingest(ctx: Context, connection: str, *, window_days: int | None, pro
     previous = await ctx.run_blocking(previous_manifest, runtime.project, connection, before=sync_id)
 
     def staged() -> Any:
-        bucketed = bucketize(read.templates, batch.parsed)
+        bucketed = bucketize(read.templates, batch.parsed, min_pattern_users=settings.patternMinUsers)
         return stage(runtime.project, connection, sync_id, dialect=dialect, templates=read.templates, batch=batch,
-                     bucketed=bucketed, findings=read.findings, previous=previous)
+                     bucketed=bucketed, findings=read.findings, previous=previous, fetched_at=fetched_at)
 
     run = await ctx.run_blocking(staged)
     pruned: list[str] = []
@@ -149,11 +151,10 @@ def project(ctx: Context, connection: str, manifest: dict[str, Any], settings: H
     today = _day(manifest["syncId"])
     usages = evidence.current_usage(files, connection, manifest, ctx.runtime.redactor)
     present = set(manifest.get("tables", {}))
+    stale = projection.Stale(manifest.get("staleTables") or {}, fallback=sync_time(manifest["syncId"]))
     memo = ProjectionMemo.for_project(ctx.runtime.project, connection)  # files merged last time, as they were left
-    shards = projection.project_shards(files, connection, usages, present, today.isoformat(), author=author,
-                                       memo=memo)
-    sources = projection.project_sources(files, connection, usages, present, today.isoformat(), author=author,
-                                         memo=memo)
+    shards = projection.project_shards(files, connection, usages, present, stale, author=author, memo=memo)
+    sources = projection.project_sources(files, connection, usages, present, stale, author=author, memo=memo)
     found = evidence.current_patterns(files, connection, manifest, ctx.runtime.redactor)
     pattern_pages = (pages.project_patterns(files, connection, found, today, settings.staleArchiveAfterDays,
                                             author=author, memo=memo, dialect=manifest.get("dialect"))

@@ -81,8 +81,9 @@ def test_unqualified_columns_resolve_through_the_scan_catalog(catalog: Catalog) 
 def test_aliases_and_output_aliases(catalog: Catalog) -> None:
     parsed = run("SELECT o.status AS state, COUNT(*) AS n FROM orders AS o WHERE o.total > 5 "
                  "GROUP BY state HAVING COUNT(o.order_id) > 1 ORDER BY n DESC", catalog)
+    # state and n are output aliases: grouping by state groups by the status inside it; n holds no column
     assert uses(parsed) == {("public.orders", "select", "status"), ("public.orders", "where", "total"),
-                            ("public.orders", "having", "order_id")}  # state and n are output aliases
+                            ("public.orders", "having", "order_id"), ("public.orders", "groupBy", "status")}
 
 
 def test_using_join_counts_on_both_sides(catalog: Catalog) -> None:
