@@ -86,6 +86,18 @@ def test_aliases_and_output_aliases(catalog: Catalog) -> None:
                             ("public.orders", "having", "order_id"), ("public.orders", "groupBy", "status")}
 
 
+def test_group_by_position_names_the_columns_inside_the_projection(catalog: Catalog) -> None:
+    parsed = run("SELECT date_trunc('month', o.created_at) AS month, c.segment, SUM(o.total) FROM orders o "
+                 "JOIN customers c ON c.customer_id = o.customer_id GROUP BY 1, 2 ORDER BY month, 3 DESC", catalog)
+    grouped = {(table, column) for table, clause, column in uses(parsed) if clause == "groupBy"}
+    ordered = {(table, column) for table, clause, column in uses(parsed) if clause == "orderBy"}
+    assert grouped == {("public.orders", "created_at"), ("public.customers", "segment")}
+    assert ordered == {("public.orders", "created_at"), ("public.orders", "total")}
+    # a position past the select list, or one over a subquery, names no column of this scope
+    odd = run("SELECT (SELECT max(total) FROM orders), status FROM orders GROUP BY 1, 2, 7", catalog)
+    assert {(t, c) for t, clause, c in uses(odd) if clause == "groupBy"} == {("public.orders", "status")}
+
+
 def test_using_join_counts_on_both_sides(catalog: Catalog) -> None:
     parsed = run("SELECT customer_id, name, total FROM customers JOIN orders USING (customer_id)", catalog)
     assert parsed.joins == (("public.customers", "customer_id", "public.orders", "customer_id"),)
