@@ -114,6 +114,23 @@ async def test_an_unchanged_log_is_not_read_again_and_stages_what_a_cold_run_sta
     assert changed["readStats"]["reason"] == "log size changed" and changed["workUnits"] >= 1
 
 
+async def test_each_store_of_caches_py_serves_the_run_it_is_for(scanned: Call, project: Path) -> None:
+    first = await scanned(INGEST)
+    assert first["parseStats"]["cached"] == 0 and first["normalizeStats"]["cached"] == 0
+    second = await scanned(INGEST)  # unchanged: the log aggregate, the parse document, the projection memo
+    assert second["readStats"]["aggregateCache"] == "hit"
+    assert second["parseStats"]["cached"] == second["counts"]["templates"] == first["counts"]["templates"]
+    assert second["projection"]["unchangedSkipped"] >= 1
+    more = [(ORDER_STATUS.format(day="1995-09-01"), "carol", 2)]  # one new text of a known template
+    write_log(project / "logs/queries.jsonl", [*workload(), *more])
+    third = await scanned(INGEST)  # a changed log is read again: only its new text is normalized
+    assert third["readStats"]["aggregateCache"] == "miss"
+    assert third["normalizeStats"]["normalized"] == 1
+    assert third["normalizeStats"]["cached"] == third["normalizeStats"]["texts"] - 1
+    stores = sorted(p.name for p in (project / ".khive").glob("historic-sql-*"))
+    assert stores == ["historic-sql-cache.sqlite", "historic-sql-logs"]
+
+
 async def test_a_person_editing_a_projected_file_gets_a_full_merge_next_run(scanned: Call, project: Path) -> None:
     await scanned(INGEST)
     path = project / "_schema/tpch/tpch.main.yaml"
