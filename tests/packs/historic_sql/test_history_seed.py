@@ -40,7 +40,8 @@ async def scanned(call: Call) -> Call:
 
 def shard(project: Path) -> dict[str, Any]:
     data: dict[str, Any] = YAML(typ="safe").load((project / "_schema/tpch/tpch.main.yaml").read_text())
-    return data["tables"]
+    tables: dict[str, Any] = data["tables"]
+    return tables
 
 
 def run_dir(project: Path, sync_id: str) -> Path:
