@@ -191,13 +191,11 @@ class _Analysis:
             for join in select.args.get("joins") or []:
                 if join.args.get("using"):
                     self._using(scope, join)
-            aliases: dict[str, exp.Alias] | None = None
+            aliases = {p.alias: p for p in select.selects if isinstance(p, exp.Alias)}
             for column in own_columns(scope):
                 clause = _clause(column, select)
                 if clause is None:
                     continue
-                if aliases is None:
-                    aliases = {p.alias: p for p in select.selects if isinstance(p, exp.Alias)}
                 self._use(scope, column, clause, aliases)
                 if clause == "where" or clause == "join":
                     parent = column.parent
@@ -205,6 +203,7 @@ class _Analysis:
                         parent = parent.parent
                     if isinstance(parent, exp.EQ):
                         equalities.setdefault(id(parent), (scope, parent))
+            self._by_output(scope, select, aliases)
         for scope, eq in equalities.values():
             left, right = _unwrap(eq.this), _unwrap(eq.expression)
             if type(left) is exp.Column and type(right) is exp.Column:
@@ -222,6 +221,19 @@ class _Analysis:
         ref = self.resolve(scope, column)
         if ref is not None:
             self.uses.add((ref[0], clause, ref[1]))
+
+    def _by_output(self, scope: Scope, select: exp.Select, aliases: dict[str, exp.Alias]) -> None:
+        """``GROUP BY 1`` / ``ORDER BY month``: a position or an output alias names a projection, and the
+        columns inside it are what the query groups or orders by (``date_trunc('month', order_date)``)."""
+        for key, clause in (("group", "groupBy"), ("order", "orderBy")):
+            node = select.args.get(key)
+            for item in node.expressions if node is not None else ():
+                projection = _named_projection(_unwrap(item.this if isinstance(item, exp.Ordered) else item),
+                                               select, aliases)
+                for column in _own_columns(projection) if projection is not None else ():
+                    ref = self.resolve(scope, column)
+                    if ref is not None:
+                        self.uses.add((ref[0], clause, ref[1]))
 
     def _using(self, scope: Scope, join: exp.Join) -> None:
         sources = scope.selected_sources
@@ -253,6 +265,37 @@ def own_columns(scope: Scope) -> list[exp.Column]:
     tests/packs/historic_sql/test_sqlglot_seam.py pins the behaviour relied on."""
     scope.tables  # noqa: B018 -- collects the scope once
     return scope._raw_columns
+
+
+def _named_projection(target: exp.Expr, select: exp.Select, aliases: dict[str, exp.Alias]) -> exp.Expr | None:
+    """The projection a GROUP BY / ORDER BY item names by position (``1``) or by output alias, else None
+    (an expression of its own: its columns are attributed where they stand)."""
+    if isinstance(target, exp.Literal) and target.is_int:
+        position = int(target.this)
+        if 1 <= position <= len(select.selects):
+            chosen = select.selects[position - 1]
+            return chosen.this if isinstance(chosen, exp.Alias) else chosen
+        return None
+    if type(target) is exp.Column and not target.table and target.name in aliases:
+        inner = aliases[target.name].this
+        return None if type(inner) is exp.Column and inner.name == target.name else inner  # a plain column: as is
+    return None
+
+
+def _own_columns(node: exp.Expr) -> list[exp.Column]:
+    """The columns of ``node`` outside any subquery of it (those belong to their own scopes)."""
+    found: list[exp.Column] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, exp.Column):
+            if not isinstance(current.this, exp.Star):
+                found.append(current)
+            continue
+        if current is not node and isinstance(current, exp.Query):
+            continue
+        stack.extend(current.iter_expressions())
+    return found
 
 
 def _clause(column: exp.Column, select: exp.Select) -> str | None:

@@ -10,9 +10,21 @@ executions weighs one): ``high`` >= 50 %, ``mid`` >= 10 %, ``low`` below. Lists 
 name; top templates by executions band, then distinct-users band, then template id -- a rank inside a
 band would move with every small fluctuation.
 
-Pattern input: the templates grouped by the exact set of tables they touch (two tables or more). Every
-template is listed by id with its bands; the canonical SQL rides along for the first ``sql_per_set``
-of each set only, which keeps the file a reading size on warehouses with tens of thousands of templates.
+Two stats place a table in its own workload rather than on an absolute scale:
+
+* ``workloadTier``: the table's executions against the connection's busiest table, in the frequency
+  bands (``high``: at least half as often as the busiest), so the most-used tables of a small warehouse
+  stand out where ``executionsBucket`` says ``10-100`` for all of them;
+* ``recencyBucket``: how long before the history's newest execution the table was last queried
+  (``current`` under 7 days, ``recent`` under 30, ``older`` beyond; ``unknown`` when the source has no
+  times, as pg_stat_statements). Measured against the history's own end, not the clock, so a log read
+  twice stages the same bytes.
+
+Pattern input (``patterns-input.json``): every template in compact form (id, canonical SQL, the tables
+it touches, its bands, the dialect), sorted by id -- the audit log of the run and what a patterns
+provider reads -- plus the candidate table sets: templates grouped by the exact set of tables they touch
+(two tables or more) whose templates were run by at least ``min_pattern_users`` distinct users (a
+lower bound: the largest distinct-user count of one template, or the union of their top users).
 """
 
 from __future__ import annotations
@@ -23,8 +35,10 @@ import itertools
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
+from packs.historic_sql.filters import parse_time
 from packs.historic_sql.models import AggregatedTemplate
 from packs.historic_sql.parsed import CLAUSES, ColumnUse, JoinEdge, ParsedTemplate, paused_gc
 
@@ -36,11 +50,12 @@ RUNTIME_BANDS: Bands = (
     (100, "<100ms"), (1_000, "100ms-1s"), (10_000, "1s-10s"), (60_000, "10s-1m"), (float("inf"), ">1m"))
 ERROR_BANDS: Bands = ((1e-12, "none"), (0.01, "<1%"), (0.1, "1-10%"), (float("inf"), ">10%"))
 FREQUENCY_BANDS: Bands = ((0.1, "low"), (0.5, "mid"), (float("inf"), "high"))
+RECENCY_BANDS: Bands = ((7, "current"), (30, "recent"), (float("inf"), "older"))  # days before the newest
 FREQUENCY_RANK = {"high": 0, "mid": 1, "low": 2}
 TOP_TEMPLATES = 5
 TOP_USERS = 5
 _UPPERS = {bands: [upper for upper, _ in bands[:-1]] for bands in
-           (EXECUTION_BANDS, USER_BANDS, RUNTIME_BANDS, ERROR_BANDS, FREQUENCY_BANDS)}
+           (EXECUTION_BANDS, USER_BANDS, RUNTIME_BANDS, ERROR_BANDS, FREQUENCY_BANDS, RECENCY_BANDS)}
 
 
 def _index(value: float, bands: Bands) -> int:
@@ -54,8 +69,14 @@ def band(value: float | None, bands: Bands) -> str:
 @dataclass(frozen=True)
 class Bucketed:
     tables: dict[str, dict[str, Any]]  # table key -> JSON-ready staged content
-    patterns: list[dict[str, Any]]  # co-occurring table sets with their templates
-    totals: dict[str, dict[str, int]] = field(default_factory=dict)  # exact numbers: manifest only, never hashed
+    patterns: dict[str, Any]  # patterns-input.json: every template, and the candidate table sets
+    totals: dict[str, dict[str, Any]] = field(default_factory=dict)  # exact numbers: manifest only, never hashed
+    set_totals: dict[str, dict[str, int]] = field(default_factory=dict)  # per candidate set ("a,b"): the same
+
+    @property
+    def table_sets(self) -> list[dict[str, Any]]:
+        sets: list[dict[str, Any]] = self.patterns["tableSets"]
+        return sets
 
 
 class _Template:
@@ -78,6 +99,7 @@ class _Totals:
 
     total: int = 0  # execution weight
     executions: int = 0
+    last_seen: str | None = None  # the newest lastSeen (ISO 8601 UTC text, compared as text)
     max_users: int = 0
     errors: float = 0.0
     users: set[str] = field(default_factory=set)
@@ -93,6 +115,8 @@ class _Totals:
         self.total += other.total
         self.executions += other.executions
         self.max_users = max(self.max_users, other.max_users)
+        if other.last_seen is not None and (self.last_seen is None or other.last_seen > self.last_seen):
+            self.last_seen = other.last_seen
         self.errors += other.errors
         self.users |= other.users
         self.runtimes = [mine + theirs for mine, theirs in zip(self.runtimes, other.runtimes, strict=True)]
@@ -101,8 +125,8 @@ class _Totals:
 
 
 def bucketize(templates: Sequence[AggregatedTemplate], parsed: Mapping[str, ParsedTemplate], *,
-              top_templates: int = TOP_TEMPLATES, sql_per_set: int = TOP_TEMPLATES) -> Bucketed:
-    """Per-table content and pattern input from the templates that parsed and touch a known table."""
+              top_templates: int = TOP_TEMPLATES, min_pattern_users: int = 2) -> Bucketed:
+    """Per-table content from the templates that parsed and touch a known table; the pattern input."""
     with paused_gc():
         # totals are kept per exact table set (a few hundred) and spread over the tables once at the end
         sets: dict[tuple[str, ...], _Totals] = defaultdict(_Totals)
@@ -119,6 +143,8 @@ def bucketize(templates: Sequence[AggregatedTemplate], parsed: Mapping[str, Pars
             acc.total += weight
             acc.executions += stats.executions
             acc.max_users = max(acc.max_users, stats.distinctUsers)
+            if stats.lastSeen is not None and (acc.last_seen is None or stats.lastSeen > acc.last_seen):
+                acc.last_seen = stats.lastSeen
             acc.errors += stats.errorRate * weight
             acc.users.update(template.topUsers)
             if stats.p95RuntimeMs is not None:
@@ -145,10 +171,39 @@ def bucketize(templates: Sequence[AggregatedTemplate], parsed: Mapping[str, Pars
             tables[table].clauses[(clause, column)] = weight
         for (table, other, pairs), weight in join_weights.items():
             tables[table].joins[(other, pairs)] = weight
-        content = {name: _content(name, acc, top_templates) for name, acc in sorted(tables.items())}
+        busiest = max((acc.executions for acc in tables.values()), default=0)
+        newest = _moment(max((acc.last_seen for acc in tables.values() if acc.last_seen), default=None))
+        content = {name: _content(name, acc, top_templates, busiest, newest) for name, acc in sorted(tables.items())}
         totals = {name: {"executions": acc.executions, "templates": sum(len(group) for group in acc.groups),
-                         "distinctUsers": max(acc.max_users, len(acc.users))} for name, acc in sorted(tables.items())}
-        return Bucketed(content, _patterns(sets, sql_per_set), totals)
+                         "distinctUsers": _users(acc), "lastSeen": acc.last_seen}
+                  for name, acc in sorted(tables.items())}
+        candidates = _table_sets(sets, min_pattern_users)
+        doc = {"templates": _compact(templates, parsed), "tableSets": [entry for _, entry in candidates]}
+        set_totals = {",".join(names): {"executions": sets[names].executions, "distinctUsers": _users(sets[names]),
+                                        "templates": len(sets[names].members)} for names, _ in candidates}
+        return Bucketed(content, doc, totals, set_totals)
+
+
+def _users(acc: _Totals) -> int:
+    """Distinct users, a lower bound: the most of one template, or the union of the templates' top users."""
+    return max(acc.max_users, len(acc.users))
+
+
+def _moment(text: str | None) -> datetime | None:
+    return parse_time(text) if text else None
+
+
+def workload_tier(executions: int, busiest: int) -> str:
+    """The table's executions against the busiest table's, in the frequency bands."""
+    return band(executions / busiest if busiest else 0.0, FREQUENCY_BANDS)
+
+
+def recency(last_seen: str | None, newest: datetime | None) -> str:
+    """Days from the table's last execution to the history's newest, in RECENCY_BANDS; unknown without times."""
+    seen = _moment(last_seen)
+    if seen is None or newest is None:
+        return "unknown"
+    return band((newest - seen).total_seconds() / 86400, RECENCY_BANDS)
 
 
 def _order(member: _Template) -> tuple[int, int, str]:
@@ -185,7 +240,7 @@ def _frequency(weight: int, total: int) -> str:
     return band(weight / total if total else 0.0, FREQUENCY_BANDS)
 
 
-def _content(name: str, acc: _Totals, top_templates: int) -> dict[str, Any]:
+def _content(name: str, acc: _Totals, top_templates: int, busiest: int, newest: datetime | None) -> dict[str, Any]:
     total = acc.total
     columns: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for (clause, column), weight in acc.clauses.items():
@@ -196,9 +251,11 @@ def _content(name: str, acc: _Totals, top_templates: int) -> dict[str, Any]:
     return {
         "table": name,
         "stats": {"executionsBucket": band(acc.executions, EXECUTION_BANDS),
-                  "distinctUsersBucket": band(max(acc.max_users, len(acc.users)), USER_BANDS),
+                  "distinctUsersBucket": band(_users(acc), USER_BANDS),
                   "p95RuntimeBucket": _p95_band(acc.runtimes),
-                  "errorRateBucket": band(acc.errors / total if total else 0.0, ERROR_BANDS)},
+                  "errorRateBucket": band(acc.errors / total if total else 0.0, ERROR_BANDS),
+                  "recencyBucket": recency(acc.last_seen, newest),
+                  "workloadTier": workload_tier(acc.executions, busiest)},
         "columnsByClause": {clause: [list(entry) for entry in sorted(columns[clause],
                                                                      key=lambda e: (FREQUENCY_RANK[e[1]], e[0]))]
                             for clause in CLAUSES if clause in columns},
@@ -209,18 +266,29 @@ def _content(name: str, acc: _Totals, top_templates: int) -> dict[str, Any]:
     }
 
 
-def _patterns(sets: dict[tuple[str, ...], _Totals], sql_per_set: int) -> list[dict[str, Any]]:
+def _table_sets(sets: dict[tuple[str, ...], _Totals], min_users: int) -> list[tuple[tuple[str, ...], dict[str, Any]]]:
+    """Candidate patterns: sets of two tables or more run by ``min_users`` people or more, most executed first."""
     out: list[tuple[int, tuple[str, ...], dict[str, Any]]] = []
     for tables, acc in sets.items():
-        if len(tables) < 2:
+        users = _users(acc)
+        if len(tables) < 2 or users < min_users:
             continue
-        members = sorted(acc.members, key=_order)
         executions = _index(acc.executions, EXECUTION_BANDS)
-        users = max(acc.max_users, len(acc.users))
-        entries = [{"id": m.template.templateId, **m.bands} for m in members]
-        for entry, member in zip(entries[:sql_per_set], members, strict=False):
-            entry["canonicalSql"] = member.template.canonicalSql
+        entries = [{"id": m.template.templateId, **m.bands} for m in sorted(acc.members, key=_order)]
         out.append((-executions, tables, {"tables": list(tables), "executionsBucket": EXECUTION_BANDS[executions][1],
                                           "distinctUsersBucket": band(users, USER_BANDS), "templates": entries}))
     out.sort(key=lambda item: item[:2])
-    return [entry for _, _, entry in out]
+    return [(tables, entry) for _, tables, entry in out]
+
+
+def _compact(templates: Sequence[AggregatedTemplate], parsed: Mapping[str, ParsedTemplate]) -> list[dict[str, Any]]:
+    """Every template the reader kept, in the seed's compact form, by id (parse failures touch no table)."""
+    out = []
+    for template in sorted(templates, key=lambda t: t.templateId):
+        result = parsed.get(template.templateId)
+        out.append({"id": template.templateId, "canonicalSql": template.canonicalSql,
+                    "tablesTouched": list(result.tables) if result is not None else [],
+                    "executionsBucket": band(template.stats.executions, EXECUTION_BANDS),
+                    "distinctUsersBucket": band(template.stats.distinctUsers, USER_BANDS),
+                    "dialect": template.dialect})
+    return out

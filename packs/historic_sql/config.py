@@ -94,6 +94,8 @@ class HistoricSqlConfig(_Model):
     redactionPatterns: list[str] = Field(default_factory=list,
                                          description="regexes replaced in stored SQL, case-insensitively")
     staleArchiveAfterDays: int = Field(default=90, ge=1)
+    patternMinUsers: int = Field(default=2, ge=1, description="distinct users a set of tables read together needs "
+                                                              "before it is a pattern")
 
     @field_validator("url")
     @classmethod

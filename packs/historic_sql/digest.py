@@ -3,13 +3,14 @@
 Deterministic digests are pure functions of the staged content (bands, never numbers), so the same
 staged file always yields the same usage and the same patterns, byte for byte:
 
-* usage: the frequency tier from the executions band (>= 1k high, 10-1k mid, below low), the WHERE and
-  GROUP BY columns of high or mid frequency (the three most frequent when none is), the observed joins,
+* usage: the frequency tier, the higher of the absolute one (executions band: >= 1k high, 10-1k mid, below
+  low) and the table's place in its own workload (``workloadTier``: against the busiest table), the WHERE
+  and GROUP BY columns of high or mid frequency (the three most frequent when none is), the observed joins,
   and a narrative that says the same in sentences; columns and joins are listed by name, never by how
   often they are used, so a digest changes only when a band does (ADR 0033);
-* patterns: one per co-occurring table set (the ``MAX_PATTERNS`` most executed), slug from the table
-  names, the set's most executed template as the definition, the semantic-layer sources over its tables
-  as ``slRefs``.
+* patterns: one per candidate table set (bucketize: two tables or more, enough distinct users; the
+  ``MAX_PATTERNS`` most executed), slug from the table names, the set's most executed template as the
+  definition, the semantic-layer sources over its tables as ``slRefs``.
 """
 
 from __future__ import annotations
@@ -27,10 +28,17 @@ MAX_COLUMNS = 8
 MAX_TEMPLATE_IDS = 200  # per pattern; ids are listed most executed first
 _TIERS = {">50k": "high", "5k-50k": "high", "1k-5k": "high", "100-1k": "mid", "10-100": "mid", "<10": "low"}
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
+_LATE = {"recent": "more than a week", "older": "more than a month"}  # recencyBucket -> words
+SQL_PER_SET = 5  # canonical SQL of a set's most executed templates, in what an LLM provider is given
 
 
-def frequency_tier(executions_band: str) -> str:
-    return _TIERS.get(executions_band, "low")
+_RANK = ("high", "mid", "low")
+
+
+def frequency_tier(executions_band: str, workload_tier: str | None = None) -> str:
+    """The higher of the absolute tier (by executions band) and the tier within the connection's workload."""
+    tiers = [_TIERS.get(executions_band, "low"), workload_tier if workload_tier in _RANK else "low"]
+    return min(tiers, key=_RANK.index)
 
 
 def _columns(entries: Sequence[Sequence[str]]) -> list[str]:
@@ -55,9 +63,14 @@ def usage(content: Mapping[str, Any]) -> UsageOutput:
     group_bys = _columns(clauses.get("groupBy", []))
     joins = sorted((CommonJoin(table=join["withTable"], on=[f"{mine} = {theirs}" for mine, theirs in join["on"]])
                     for join in content.get("observedJoins", [])[:MAX_COLUMNS]), key=lambda j: (j.table, j.on))
-    tier = frequency_tier(stats["executionsBucket"])
+    tier = frequency_tier(stats["executionsBucket"], stats.get("workloadTier"))
+    busiest = " among this connection's most-queried tables" if stats.get("workloadTier") == "high" else ""
     sentences = [f"{_short(content['table'])} is queried {stats['executionsBucket']} times in the window by "
-                 f"{stats['distinctUsersBucket']} users ({tier} frequency; p95 runtime {stats['p95RuntimeBucket']})."]
+                 f"{stats['distinctUsersBucket']} users ({tier} frequency{busiest}; p95 runtime "
+                 f"{stats['p95RuntimeBucket']})."]
+    if stats.get("recencyBucket") in _LATE:
+        sentences.append(f"It was last queried {_LATE[stats['recencyBucket']]} before the newest query in the "
+                         "history.")
     if filters:
         sentences.append(f"Queries usually filter on {_listing(filters)}.")
     if group_bys:
@@ -74,12 +87,13 @@ def patterns(doc: Mapping[str, Any], sl_sources: Mapping[str, Sequence[str]]) ->
     """One pattern per co-occurring table set; ``sl_sources`` maps a table key to its SL source names."""
     out: list[PatternOutput] = []
     taken: set[str] = set()
+    sql = _sql_by_id(doc)
     for table_set in doc.get("tableSets", [])[:MAX_PATTERNS]:
         tables = list(table_set["tables"])
         slug = _slug(tables, taken)
         taken.add(slug)
         templates = table_set["templates"]
-        definition = next((t["canonicalSql"] for t in templates if t.get("canonicalSql")), "")
+        definition = next((text for t in templates if (text := t.get("canonicalSql") or sql.get(t["id"]))), "")
         names = [_short(t) for t in tables]
         out.append(PatternOutput(
             slug=slug, title=f"{_listing(names)} together",
@@ -91,6 +105,10 @@ def patterns(doc: Mapping[str, Any], sl_sources: Mapping[str, Sequence[str]]) ->
             slRefs=sorted({name for table in tables for name in sl_sources.get(table, ())}),
             constituentTemplateIds=[t["id"] for t in templates[:MAX_TEMPLATE_IDS]]))
     return PatternsOutput(patterns=out)
+
+
+def _sql_by_id(doc: Mapping[str, Any]) -> dict[str, str]:
+    return {t["id"]: t["canonicalSql"] for t in doc.get("templates", [])}
 
 
 def _slug(tables: Sequence[str], taken: set[str]) -> str:
@@ -117,7 +135,12 @@ def usage_input(content: Mapping[str, Any], columns: Sequence[str]) -> dict[str,
 
 
 def patterns_input(doc: Mapping[str, Any], sl_sources: Mapping[str, Sequence[str]]) -> dict[str, Any]:
-    sets = list(doc.get("tableSets", []))[:MAX_PATTERNS]
+    """The candidate table sets, each with the canonical SQL of its most executed templates (the whole
+    template list stays in the staged file: it can be tens of megabytes)."""
+    sql = _sql_by_id(doc)
+    sets = [{**s, "templates": [{**t, "canonicalSql": sql[t["id"]]} if i < SQL_PER_SET and t["id"] in sql else t
+                                for i, t in enumerate(s["templates"])]}
+            for s in list(doc.get("tableSets", []))[:MAX_PATTERNS]]
     return {"tableSets": sets, "slSources": {t: list(sl_sources.get(t, ())) for s in sets for t in s["tables"]}}
 
 

@@ -24,6 +24,7 @@ from packs.historic_sql.readers._warehouse import Runner
 
 if TYPE_CHECKING:
     from khive.services import Services
+    from packs.historic_sql.readers.logcache import AggregateCache
 
 DIALECTS = {"postgres": "postgres", "sqlite": "sqlite", "duckdb": "duckdb", "mysql": "mysql", "bigquery": "bigquery",
             "snowflake": "snowflake"}
@@ -43,17 +44,18 @@ def query_log(runtime: Services, name: str, settings: HistoricSqlConfig) -> Path
     return path if path.is_absolute() else inside(runtime.project, path)
 
 
-def read_history(runtime: Services, name: str, settings: HistoricSqlConfig, *, primer: Primer | None = None
-                 ) -> ReaderResult:
+def read_history(runtime: Services, name: str, settings: HistoricSqlConfig, *, primer: Primer | None = None,
+                 log_cache: AggregateCache | None = None) -> ReaderResult:
+    """The connection's history, read by its reader; a query log through ``primer`` (normalizing its texts
+    in a pool) and ``log_cache`` (its aggregate from an earlier run, while the file is unchanged)."""
     connection = runtime.connection(name)
     dialect = DIALECTS[connection.driver]
     log = query_log(runtime, name, settings)
     if log is not None:
-        from packs.historic_sql.readers.logcache import AggregateCache
         from packs.historic_sql.readers.logfile import read_logfile
 
         return read_logfile(log, settings, dialect=dialect, log_format=settings.queryLogFormat, primer=primer,
-                            cache=AggregateCache.for_project(runtime.project))
+                            cache=log_cache)
     if connection.driver == "postgres":
         from packs.historic_sql.readers.postgres import read_postgres
 

@@ -1,12 +1,19 @@
-"""One ingest: reader -> filters -> batch parse -> bucketize -> stage -> digest -> projection.
+"""One ingest, the pack's whole flow in order (each step's module named):
 
-Everything up to staging is deterministic and LLM-free (the reader applies the filters). The work units
-are the staged inputs without a digest of the same content (``evidence.pending``); the provider digests
-them (``providers.py``); the projection then writes what the digests say into the shards, the SL sources
-and the pattern pages (``project``). An unchanged rerun stages byte-identical files, has no work units,
-digests nothing and rewrites no file. The ingest is an orchestrator (ADR 0027): it reports progress and
-may wait on MCP sampling on the event loop, and runs every step that reads, parses or writes through
-``ctx.run_blocking``.
+    read        the connection's history, aggregated by template (history.py -> readers/); a query log's
+                texts are normalized on the way (normalize.py, in a pool: prime.py), and filtered (filters.py)
+    parse       tables, column uses and joins of every template, resolved against the scan (parse.py, analyze.py)
+    bucketize   per table, stable bands instead of numbers; the pattern input (bucketize.py)
+    stage       one run under raw-sources/<connection>/historic-sql/<syncId>/, atomically (stage.py)
+    digest      each staged input without a digest of the same content is a work unit (evidence.py); the
+                provider digests it (providers.py: deterministic digest.py, or the client's LLM)
+    project     the digests into the shards, the SL sources (projection.py) and the pattern pages (pages.py)
+
+Everything up to staging is deterministic and LLM-free. An unchanged rerun stages byte-identical files,
+has no work units, digests nothing and rewrites no file. The stores that make reruns cheap are one object
+(``Caches``, caches.py), handed to the steps that use them. The ingest is an orchestrator (ADR 0027): it
+reports progress and may wait on MCP sampling on the event loop, and runs every step that reads, parses or
+writes through ``ctx.run_blocking``.
 """
 
 from __future__ import annotations
@@ -20,15 +27,16 @@ from typing import Any
 
 from khive.context import Context
 from khive.errors import NotFound, OpError
-from khive.project.runs import new_sync_id, prune_runs
+from khive.project.runs import new_sync_id, prune_runs, sync_time
 from packs.historic_sql import evidence, history, pages, projection
 from packs.historic_sql.bucketize import bucketize
+from packs.historic_sql.caches import Caches
 from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.config import HistoricSqlConfig, connection_settings
-from packs.historic_sql.parse import ParseCache, parse_batch
+from packs.historic_sql.filters import iso
+from packs.historic_sql.parse import parse_batch
 from packs.historic_sql.parsed import frozen_until_exit
 from packs.historic_sql.prime import Primer
-from packs.historic_sql.projmemo import ProjectionMemo
 from packs.historic_sql.providers import digest_units
 from packs.historic_sql.stage import previous_manifest, read_manifest, runs_dir, stage, sync_ids, vanished
 
@@ -64,43 +72,48 @@ async def _ingest(ctx: Context, connection: str, *, window_days: int | None, pro
     if not len(catalog):
         raise NotFound(f"connection {connection!r} has no scan to resolve table names against; run "
                        f"`khive scan {connection}` first", code="scan_missing", details={"connection": connection})
+    caches = Caches(runtime.project, connection)
     timings: dict[str, float] = {}
+    fetched_at = iso(datetime.now(UTC))
     started = clock = time.perf_counter()
+
+    # read (and normalize)
     await ctx.progress(0, STEPS, f"{connection}: reading query history")
     search = history.search_path(runtime.connection(connection), settings)
     workers = min(settings.concurrency, os.cpu_count() or 1)  # parsing is CPU-bound: no more than the cores
     dialect = history.DIALECTS[runtime.connection(connection).driver]
-    primer = Primer(runtime.project, dialect, settings.redactionPatterns, workers, analysis=(catalog, search))
-    read = await ctx.run_blocking(history.read_history, runtime, connection, settings, primer=primer)
+    primer = Primer(caches, dialect, settings.redactionPatterns, workers, analysis=(catalog, search))
+    read = await ctx.run_blocking(history.read_history, runtime, connection, settings, primer=primer,
+                                  log_cache=caches.log_aggregates())
     errors = [f for f in read.findings if f.severity == "error"]
     if errors and not read.templates:
         raise OpError(f"cannot read the query history of {connection!r}: {errors[0].message}; fix: {errors[0].fix}",
                       code="history_unavailable",
                       details={"findings": [f.model_dump(mode="json") for f in read.findings]})
     timings["readMs"] = _ms(clock)
+
+    # parse (what the normalizer resolved on the way is not parsed again)
     await ctx.progress(1, STEPS, f"{connection}: parsing {len(read.templates)} templates")
     clock = time.perf_counter()
 
     def parse() -> Any:
-        cache = ParseCache.for_project(runtime.project, connection)
-        try:
+        with caches.parsed() as cache:
             return parse_batch(read.templates, catalog, search_path=search, cache=cache, concurrency=workers,
                                known=primer.analyses)
-        finally:
-            cache.close()
 
     batch = await ctx.run_blocking(parse)
     timings["parseMs"] = _ms(clock)
+
+    # bucketize and stage
     await ctx.progress(2, STEPS, f"{connection}: staging")
     clock = time.perf_counter()
     sync_id = new_sync_id()
-
     previous = await ctx.run_blocking(previous_manifest, runtime.project, connection, before=sync_id)
 
     def staged() -> Any:
-        bucketed = bucketize(read.templates, batch.parsed)
+        bucketed = bucketize(read.templates, batch.parsed, min_pattern_users=settings.patternMinUsers)
         return stage(runtime.project, connection, sync_id, dialect=dialect, templates=read.templates, batch=batch,
-                     bucketed=bucketed, findings=read.findings, previous=previous)
+                     bucketed=bucketed, findings=read.findings, previous=previous, fetched_at=fetched_at)
 
     run = await ctx.run_blocking(staged)
     pruned: list[str] = []
@@ -110,12 +123,16 @@ async def _ingest(ctx: Context, connection: str, *, window_days: int | None, pro
         pruned = await ctx.run_blocking(prune_runs, runs_dir(runtime.project, connection),
                                         runtime.config.runs.keep_last)
     timings["stageMs"] = _ms(clock)
+
+    # digest the work units
     units = await ctx.run_blocking(evidence.pending, runtime.files, connection, run.manifest)
     await ctx.progress(3, STEPS, f"{connection}: {len(units)} work units ({chosen})")
     clock = time.perf_counter()
     digested = await digest_units(ctx, connection, run.path, units, chosen, catalog, settings,
                                   wait_for_session=True)
     timings["digestMs"] = _ms(clock)
+
+    # project
     await ctx.progress(4, STEPS, f"{connection}: projecting usage and patterns")
     clock = time.perf_counter()
     projected = await ctx.run_blocking(project, ctx, connection, run.manifest, settings)
@@ -144,16 +161,16 @@ def redactions(templates: Any) -> dict[str, int]:
 
 
 def project(ctx: Context, connection: str, manifest: dict[str, Any], settings: HistoricSqlConfig) -> dict[str, Any]:
-    """Passes A and B over the latest digests (Pass C, the index, follows the files by itself)."""
+    """Passes A and B over the latest digests (Pass C, the index, follows the files by itself). The memo holds
+    the files merged last time, as they were left: skipped while they and their inputs are the same."""
     files, author = ctx.runtime.files, ctx.principal
     today = _day(manifest["syncId"])
     usages = evidence.current_usage(files, connection, manifest, ctx.runtime.redactor)
     present = set(manifest.get("tables", {}))
-    memo = ProjectionMemo.for_project(ctx.runtime.project, connection)  # files merged last time, as they were left
-    shards = projection.project_shards(files, connection, usages, present, today.isoformat(), author=author,
-                                       memo=memo)
-    sources = projection.project_sources(files, connection, usages, present, today.isoformat(), author=author,
-                                         memo=memo)
+    memo = Caches(ctx.runtime.project, connection).projection()
+    stale = projection.Stale(manifest.get("staleTables") or {}, fallback=sync_time(manifest["syncId"]))
+    shards = projection.project_shards(files, connection, usages, present, stale, author=author, memo=memo)
+    sources = projection.project_sources(files, connection, usages, present, stale, author=author, memo=memo)
     found = evidence.current_patterns(files, connection, manifest, ctx.runtime.redactor)
     pattern_pages = (pages.project_patterns(files, connection, found, today, settings.staleArchiveAfterDays,
                                             author=author, memo=memo, dialect=manifest.get("dialect"))

@@ -7,10 +7,13 @@ admits no keys of ours, so what slug matching needs (connection, tables, templat
 of the body in one HTML comment, invisible when the page is rendered.
 
 Slugs are stable: a new pattern takes the slug of the existing page of the same connection whose tables
-plus template ids overlap its own by at least 60 % (Jaccard), best match first, each page at most once.
-An existing page no pattern matched gets ``stale_since`` (the run's date) and the ``stale`` tag; after
-``staleArchiveAfterDays`` it is ``archived`` (hidden from search, still readable). A pattern that comes
-back clears both.
+plus template ids overlap its own by at least 60 % (Jaccard), best match first, each page at most once;
+archived pages take part, so a pattern that comes back takes its old slug. An existing page no pattern
+matched gets ``stale_since`` (the run's date) and the ``stale`` tag; after ``staleArchiveAfterDays`` it
+moves to ``wiki/global/historic-sql/_archived/<slug>.md``, marked ``archived`` (hidden from search, still
+readable under its new key), so the folder people browse holds the live patterns only. A pattern that
+comes back moves its page back and clears both marks. A link to an archived page's old key dangles until
+then (the wiki resolves keys, not moves).
 
 A definition is written one clause per line (sqlglot's pretty printer in the connection's dialect), so a
 page's diff names the clause that changed (ADR 0033).
@@ -37,6 +40,7 @@ from khive.project.yamldoc import dump_frontmatter, safe_yaml
 from packs.historic_sql.projmemo import ProjectionMemo, fingerprint, text_hash
 
 PREFIX = "wiki/global/historic-sql/"
+ARCHIVE = f"{PREFIX}_archived/"
 TAGS = ["historic-sql", "pattern"]
 OVERLAP = 0.6
 MEMO_KEY = f"{PREFIX}*.md"  # the pass is one unit in the projection memo: slugs depend on every page
@@ -51,20 +55,28 @@ class ExistingPage:
     front: dict[str, Any]
     tables: list[str]
     templates: list[str]
+    archived: bool = False  # under _archived/
 
     @property
     def members(self) -> set[str]:
         return {*self.tables, *self.templates}
 
+    @property
+    def key(self) -> str:
+        """The wiki key: ``historic-sql/<slug>``, ``historic-sql/_archived/<slug>`` once archived."""
+        return self.path.removeprefix("wiki/global/").removesuffix(".md")
 
-def page_path(slug: str) -> str:
-    return f"{PREFIX}{slug}.md"
+
+def page_path(slug: str, *, archived: bool = False) -> str:
+    return f"{ARCHIVE if archived else PREFIX}{slug}.md"
 
 
 def existing_pages(files: FileStore, connection: str) -> dict[str, ExistingPage]:
+    """This connection's pattern pages by slug, live and archived (a live page wins a slug both hold)."""
     out: dict[str, ExistingPage] = {}
-    for path in files.list(PREFIX, suffix=".md"):
-        slug = path[len(PREFIX):-3]
+    for path in sorted(files.list(PREFIX, suffix=".md"), key=lambda p: (not p.startswith(ARCHIVE), p)):
+        archived = path.startswith(ARCHIVE)
+        slug = path[len(ARCHIVE if archived else PREFIX):-3]
         if "/" in slug:
             continue
         text = files.read_text(path) or ""
@@ -78,7 +90,8 @@ def existing_pages(files: FileStore, connection: str) -> dict[str, ExistingPage]
             continue
         if meta.get("connection") != connection:
             continue
-        out[slug] = ExistingPage(slug, path, front, list(meta.get("tables", [])), list(meta.get("templates", [])))
+        out[slug] = ExistingPage(slug, path, front, list(meta.get("tables", [])), list(meta.get("templates", [])),
+                                 archived)
     return out
 
 
@@ -183,8 +196,11 @@ def project_patterns(files: FileStore, connection: str, patterns: Sequence[Mappi
         if files.write_text(page_path(slug), render(pattern, connection, dialect=dialect), author=author,
                             message=f"historic_sql: pattern {slug}").changed:
             written.append(slug)
+        back = pages.get(slug)
+        if back is not None and back.archived:  # the pattern came back: its page too
+            files.delete(back.path, author=author, message=f"historic_sql: {slug} back from the archive")
     for slug, page in sorted(pages.items()):
-        if slug in slugs:
+        if slug in slugs or page.archived:
             continue
         since = page.front.get("stale_since")
         since_day = since if isinstance(since, date) else (date.fromisoformat(str(since)) if since else today)
@@ -192,8 +208,13 @@ def project_patterns(files: FileStore, connection: str, patterns: Sequence[Mappi
         waiting |= not is_archived
         text = files.read_text(page.path) or ""
         updated = _restale(text, page.front, since_day.isoformat(), is_archived)
-        if files.write_text(page.path, updated, author=author, message=f"historic_sql: {slug} unseen").changed:
-            (archived if is_archived else stale).append(slug)
+        if is_archived:  # out of the live folder, in one write and one delete
+            files.write_text(page_path(slug, archived=True), updated, author=author,
+                             message=f"historic_sql: {slug} archived")
+            files.delete(page.path, author=author, message=f"historic_sql: {slug} archived")
+            archived.append(slug)
+        elif files.write_text(page.path, updated, author=author, message=f"historic_sql: {slug} unseen").changed:
+            stale.append(slug)
     if memo is not None:
         inputs = _inputs(connection, patterns, archive_after_days, today if waiting else None, dialect)
         memo.put(MEMO_KEY, _folder(files), inputs, {"slugs": slugs, "waiting": waiting})

@@ -52,7 +52,7 @@ from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.models import AggregatedTemplate
 from packs.historic_sql.parsed import ColumnUse, JoinEdge, ParsedTemplate, paused_gc
 
-ANALYZER_VERSION = "1"  # bump whenever analyze.py changes what it extracts
+ANALYZER_VERSION = "2"  # bump whenever analyze.py changes what it extracts
 POOL_THRESHOLD = 500
 CHUNKS_PER_WORKER = 8
 MAX_CHUNK = 1000

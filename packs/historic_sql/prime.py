@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
 from multiprocessing.pool import AsyncResult, Pool
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -39,6 +39,9 @@ from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.normalize import NORMALIZER_VERSION, NormalizedSql, Normalizer, text_digest
 from packs.historic_sql.parse import CACHE_FILE, SQLGLOT_VERSION, pool_context
 from packs.historic_sql.parsed import ParsedTemplate, paused_gc
+
+if TYPE_CHECKING:
+    from packs.historic_sql.caches import Caches
 
 POOL_THRESHOLD = 500
 STREAM_CHUNK = 250  # texts per pool task: about a quarter second of work, so the last task ends the pool soon
@@ -216,18 +219,15 @@ class Primer:
     """What the log reader calls (``primer(normalizer, texts)``), bound to a project's cache; keeps the
     parse results it made on the way for the batch parse (``analyses``)."""
 
-    def __init__(self, project: Path, dialect: str, redaction_patterns: Sequence[str], workers: int,
+    def __init__(self, caches: Caches, dialect: str, redaction_patterns: Sequence[str], workers: int,
                  analysis: Analysis | None = None) -> None:
-        self.project, self.dialect, self.workers, self.analysis = project, dialect, workers, analysis
+        self.caches, self.dialect, self.workers, self.analysis = caches, dialect, workers, analysis
         self.redaction = list(redaction_patterns)
         self.analyses: dict[str, ParsedTemplate] = {}
         self.stats: dict[str, int] = {}
 
     def __call__(self, normalizer: Normalizer, texts: Iterable[str]) -> dict[str, int]:
-        cache = NormalCache.for_project(self.project, self.dialect, self.redaction)
-        try:
+        with self.caches.normalized(self.dialect, self.redaction) as cache:
             self.stats = prime(normalizer, texts, cache=cache, workers=self.workers, analysis=self.analysis,
                                redaction_patterns=self.redaction, analyses=self.analyses)
-            return self.stats
-        finally:
-            cache.close()
+        return self.stats

@@ -5,13 +5,15 @@ person put beside them stays. Every file is a locked read-modify-write through t
 on a ruamel round-trip document (comments and key order survive), and a file whose merge changes
 nothing is not rewritten, so an unchanged rerun leaves every mtime alone and the index re-reads nothing.
 
-Drift: a table that has a usage block but is absent from this run's staged tables gets ``staleSince``
-(the run's date) and keeps its last narrative; when it shows up again the fresh usage replaces the
-block and ``staleSince`` goes. The scan keeps the ``usage`` key of a table (it is not scan-managed).
+Drift: a table that has a usage block but is absent from this run's staged tables is stale: its
+managed keys go (a narrative about a table nobody queries any more would mislead) and ``staleSince``
+says when the history last showed it (the manifest's ``staleTables``: its newest execution, or the time
+of the last run that staged it). Keys a person added stay. When the table shows up again the fresh
+usage replaces the block and ``staleSince`` goes. The scan keeps the ``usage`` key of a table (it is
+not scan-managed).
 
-The SL ``usage`` block is the same digest with joins written as text (``public.customers on a = b``),
-the shape ``packs/sl/models.py`` declares. A source matches a table by its ``table:`` (``schema.name``,
-or a bare name that only one staged table has).
+The SL ``usage`` block is the same digest in the same shape (joins as ``{table, on}``). A source matches
+a table by its ``table:`` (``schema.name``, or a bare name that only one staged table has).
 
 A file whose text and inputs are those of its last merge is not loaded at all (``projmemo.py``).
 """
@@ -19,7 +21,8 @@ A file whose text and inputs are those of its last merge is not loaded at all (`
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -34,6 +37,30 @@ MANAGED = ("narrative", "frequencyTier", "commonFilters", "commonGroupBys", "com
 Usage = Mapping[str, Any]
 
 
+@dataclass(frozen=True)
+class Stale:
+    """When the tables the history no longer shows were last seen (``staleTables`` of the manifest); a
+    table it does not know (usage written before khive recorded it) went stale at ``fallback``."""
+
+    seen: Mapping[str, str]
+    fallback: str
+
+    def since(self, table: str) -> str:
+        return self.seen.get(table, self.fallback)
+
+    def since_written(self, table: str) -> str:
+        """``since`` for a table as a source writes it (any case, or a bare name only one table has)."""
+        return self.since(self._key(table))
+
+    def known(self, table: str, *, written: bool = False) -> str | None:
+        """What a memo fingerprint holds: the recorded time only. The fallback moves with every run, and it
+        matters only on the run a table goes stale, when what is present changes anyway."""
+        return self.seen.get(self._key(table) if written else table)
+
+    def _key(self, table: str) -> str:
+        return _match(table, {}, set(self.seen), _by_name(self.seen)) or table
+
+
 def _edit(yaml: YAML, text: str | None, *, change: Callable[[CommentedMap], bool]) -> str | None:
     """The new text when ``change`` edited the loaded document, else the text unchanged."""
     if not text:
@@ -46,8 +73,9 @@ def _edit(yaml: YAML, text: str | None, *, change: Callable[[CommentedMap], bool
     return stream.getvalue()
 
 
-def merge_usage(entry: CommentedMap, fresh: Usage | None, present: bool, today: str) -> bool:
-    """Apply one table's usage (or its absence) to ``entry``; True when something changed."""
+def merge_usage(entry: CommentedMap, fresh: Usage | None, present: bool, stale_since: str) -> bool:
+    """Apply one table's usage (or its absence: then it went stale at ``stale_since``) to ``entry``; True when
+    something changed."""
     current = entry.get("usage")
     if fresh is not None:
         block = current if isinstance(current, CommentedMap) else CommentedMap()
@@ -62,41 +90,45 @@ def merge_usage(entry: CommentedMap, fresh: Usage | None, present: bool, today: 
                 block.pop(key, None)
         entry["usage"] = block
         return True
-    if not isinstance(current, CommentedMap) or not any(key in current for key in MANAGED if key != "staleSince"):
+    if not isinstance(current, CommentedMap):
         return False
+    ours = [key for key in MANAGED if key != "staleSince" and key in current]
     if present:  # staged but not digested yet (an agent's unit): it is not stale
-        if "staleSince" in current:
+        if ours and "staleSince" in current:
             del current["staleSince"]
             return True
         return False
-    if current.get("staleSince"):
+    if not ours:  # already stale (or never ours): its staleSince stays what it was
         return False
-    current["staleSince"] = today
+    for key in ours:
+        del current[key]
+    if not current.get("staleSince"):
+        current["staleSince"] = stale_since
     return True
 
 
 def project_shards(files: FileStore, connection: str, usages: Mapping[str, Usage], present: set[str],
-                   today: str, *, author: str, memo: ProjectionMemo | None = None) -> list[str]:
+                   stale: Stale, *, author: str, memo: ProjectionMemo | None = None) -> list[str]:
     """Merge ``usages`` (table key -> usage) into every shard of ``connection``; the paths that changed.
 
     With a ``memo``, a shard whose text and inputs are those of its last merge is skipped (``projmemo.py``)."""
     changed = []
     for path in files.list(f"_schema/{connection}/", suffix=".yaml"):
         if memo is not None and memo.holds(path, text_hash(files.read_bytes(path)),
-                                           lambda meta: _shard_inputs(meta, usages, present)):
+                                           lambda meta: _shard_inputs(meta, usages, present, stale)):
             continue
         entries: list[list[Any]] = []
-        change = partial(_merge_shard, usages=usages, present=present, today=today, entries=entries)
+        change = partial(_merge_shard, usages=usages, present=present, stale=stale, entries=entries)
         result = files.update(path, partial(_edit, schema_shard_yaml(), change=change), author=author,
                               message=f"historic_sql: usage for {connection}")
         if memo is not None:
-            memo.put(path, result.sha256, _shard_inputs(entries, usages, present), entries)
+            memo.put(path, result.sha256, _shard_inputs(entries, usages, present, stale), entries)
         if result.changed:
             changed.append(path)
     return changed
 
 
-def _merge_shard(document: CommentedMap, *, usages: Mapping[str, Usage], present: set[str], today: str,
+def _merge_shard(document: CommentedMap, *, usages: Mapping[str, Usage], present: set[str], stale: Stale,
                  entries: list[list[Any]]) -> bool:
     """Merge into one shard document; ``entries`` gets each table's candidate keys and liveness, all the
     merge read from the document besides the usage blocks it rewrites."""
@@ -113,63 +145,60 @@ def _merge_shard(document: CommentedMap, *, usages: Mapping[str, Usage], present
         key = next((k for k in keys if k in usages or k in present), keys[0])
         live = not entry.get("droppedInSync")
         entries.append([keys, live])
-        edited |= merge_usage(entry, usages.get(key) if live else None, key in present and live, today)
+        edited |= merge_usage(entry, usages.get(key) if live else None, key in present and live, stale.since(key))
     return edited
 
 
-def _shard_inputs(entries: list[list[Any]], usages: Mapping[str, Usage], present: set[str]) -> str:
-    return fingerprint([[keys, live, [usages.get(k) for k in keys], [k in present for k in keys]]
-                        for keys, live in entries])
-
-
-def sl_usage(usage: Usage) -> dict[str, Any]:
-    """The SL form of a usage digest: joins as text."""
-    out = {key: usage[key] for key in MANAGED if key in usage and key != "commonJoins"}
-    joins = [f"{join['table']} on {', '.join(join['on'])}" for join in usage.get("commonJoins") or []]
-    if joins:
-        out["commonJoins"] = joins
-    return out
+def _shard_inputs(entries: list[list[Any]], usages: Mapping[str, Usage], present: set[str], stale: Stale) -> str:
+    return fingerprint([[keys, live, [usages.get(k) for k in keys], [k in present for k in keys],
+                         [stale.known(k) for k in keys]] for keys, live in entries])
 
 
 def project_sources(files: FileStore, connection: str, usages: Mapping[str, Usage], present: set[str],
-                    today: str, *, author: str, memo: ProjectionMemo | None = None) -> list[str]:
+                    stale: Stale, *, author: str, memo: ProjectionMemo | None = None) -> list[str]:
     """Merge usage into the SL sources of ``connection`` whose ``table:`` is a staged (or once-staged) table."""
-    by_name: dict[str, list[str]] = {}
-    for key in {*usages, *present}:
-        by_name.setdefault(key.rsplit(".", 1)[-1].lower(), []).append(key)
+    by_name = _by_name({*usages, *present})
     changed = []
     for path in files.list(f"semantic-layer/{connection}/", suffix=".yaml"):
         if memo is not None and memo.holds(path, text_hash(files.read_bytes(path)),
-                                           lambda meta: _source_inputs(meta, usages, present, by_name)):
+                                           lambda meta: _source_inputs(meta, usages, present, by_name, stale)):
             continue
         seen: list[str | None] = [None]  # the source's table:, all the merge reads besides its usage block
-        change = partial(_merge_source, usages=usages, present=present, by_name=by_name, today=today, seen=seen)
+        change = partial(_merge_source, usages=usages, present=present, by_name=by_name, stale=stale, seen=seen)
         result = files.update(path, partial(_edit, semantic_layer_yaml(), change=change), author=author,
                               message=f"historic_sql: usage for {path}")
         if memo is not None:
-            memo.put(path, result.sha256, _source_inputs(seen[0], usages, present, by_name), seen[0])
+            memo.put(path, result.sha256, _source_inputs(seen[0], usages, present, by_name, stale), seen[0])
         if result.changed:
             changed.append(path)
     return changed
 
 
 def _merge_source(document: CommentedMap, *, usages: Mapping[str, Usage], present: set[str],
-                  by_name: dict[str, list[str]], today: str, seen: list[str | None]) -> bool:
+                  by_name: dict[str, list[str]], stale: Stale, seen: list[str | None]) -> bool:
     table = document.get("table")
     if not isinstance(table, str):
         return False
     seen[0] = table
     key = _match(table, usages, present, by_name)
-    if key is None:  # a table we never staged: only its stale marking can apply
-        return merge_usage(document, None, False, today) if "usage" in document else False
-    fresh = usages.get(key)
-    return merge_usage(document, sl_usage(fresh) if fresh is not None else None, key in present, today)
+    if key is None:  # a table we do not stage (any more): only its stale marking can apply
+        return merge_usage(document, None, False, stale.since_written(table))
+    return merge_usage(document, usages.get(key), key in present, stale.since(key))
 
 
 def _source_inputs(table: str | None, usages: Mapping[str, Usage], present: set[str],
-                   by_name: dict[str, list[str]]) -> str:
+                   by_name: dict[str, list[str]], stale: Stale) -> str:
     key = _match(table, usages, present, by_name) if table is not None else None
-    return fingerprint([table, key, usages.get(key) if key is not None else None, key in present])
+    since = stale.known(table, written=True) if table is not None and key is None else None
+    return fingerprint([table, key, usages.get(key) if key is not None else None, key in present, since])
+
+
+def _by_name(keys: Iterable[str]) -> dict[str, list[str]]:
+    """Table keys by their bare lower-case name."""
+    by_name: dict[str, list[str]] = {}
+    for key in sorted(keys):
+        by_name.setdefault(key.rsplit(".", 1)[-1].lower(), []).append(key)
+    return by_name
 
 
 def _match(table: str, usages: Mapping[str, Usage], present: set[str], by_name: dict[str, list[str]]) -> str | None:
@@ -186,9 +215,7 @@ def _match(table: str, usages: Mapping[str, Usage], present: set[str], by_name: 
 
 def sl_sources_by_table(files: FileStore, connection: str, tables: set[str]) -> dict[str, list[str]]:
     """table key -> names of the SL sources over it (for patterns' ``slRefs``)."""
-    by_name: dict[str, list[str]] = {}
-    for key in tables:
-        by_name.setdefault(key.rsplit(".", 1)[-1].lower(), []).append(key)
+    by_name = _by_name(tables)
     out: dict[str, list[str]] = {}
     yaml = safe_yaml()
     for path in files.list(f"semantic-layer/{connection}/", suffix=".yaml"):

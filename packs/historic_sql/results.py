@@ -128,12 +128,17 @@ class Stats(Result):
     distinct_users_bucket: str = Field(examples=["2-5"])
     error_rate_bucket: str | None = Field(default=None, examples=["<1%"])
     p95_runtime_bucket: str | None = Field(default=None, examples=["<1s"])
+    recency_bucket: str | None = Field(default=None, examples=["current"],
+                                       description="how long before the history's newest query it was last run")
+    workload_tier: str | None = Field(default=None, examples=["high"],
+                                      description="executions against the connection's busiest table")
 
 
 class Totals(Result):
     executions: int = Field(examples=[412])
     templates: int = Field(examples=[31])
     distinct_users: int = Field(examples=[4])
+    last_seen: str | None = Field(default=None, examples=["2026-11-24T10:00:00Z"])
 
 
 class ObservedJoin(Result):
@@ -172,6 +177,9 @@ class PatternEntry(Result):
     title: str | None = Field(examples=["Orders by customer"])
     summary: str | None = Field(examples=["Orders joined to customers, counted per segment."])
     tables_involved: list[str] = Field(examples=[["sales.orders", "sales.customers"]])
+    executions: int | None = Field(examples=[412], description="templates reading exactly these tables")
+    distinct_users: int | None = Field(examples=[3])
+    frequency_tier: str | None = Field(examples=["high"], description="absolute, or within the workload")
     templates: int = Field(examples=[4])
     sl_refs: list[str] = Field(examples=[["orders"]])
     stale_since: str | None = Field(examples=[None])

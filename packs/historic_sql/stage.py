@@ -1,8 +1,9 @@
 """Staged runs under ``raw-sources/<connection>/historic-sql/<syncId>/`` and the work they cause.
 
-    manifest.json            syncId, connection, window, counts, warnings, per-table content hashes, reader findings
+    manifest.json            syncId, fetchedAt, connection, window, counts, warnings, probeWarnings, per-table
+                             content hashes and exact totals, the tables gone since they were last seen, findings
     tables/<schema>.<name>.json   one per touched table: bucketed stats, columnsByClause, observedJoins, topTemplates
-    patterns-input.json      co-occurring table sets with their templates
+    patterns-input.json      every template in compact form, and the candidate table sets (bucketize.py)
 
 A run is written into a hidden temporary directory and renamed into place, so readers never see half a
 run and a failed run leaves the previous one intact. Only the manifest carries the sync id; every other
@@ -44,7 +45,8 @@ class StagedRun:
 # What a run says: the staged contents (by hash), the counts and what did not parse. The exact totals, the
 # window's first and last times and the parse statistics move with every query executed or every cache hit;
 # on their own they are not worth a new run (ADR 0033).
-_VOLATILE = frozenset({"syncId", "window", "tableTotals", "parseStats", "readerFindings"})
+_VOLATILE = frozenset({"syncId", "fetchedAt", "window", "tableTotals", "tableSetTotals", "parseStats",
+                       "readerFindings", "probeWarnings"})
 
 
 def same_meaning(previous: Mapping[str, Any] | None, manifest: Mapping[str, Any]) -> bool:
@@ -104,21 +106,35 @@ def vanished(previous: Mapping[str, Any] | None, current: Mapping[str, Any]) -> 
     return sorted(key for key in (previous or {}).get("tables", {}) if key not in now)
 
 
+def last_seen(previous: Mapping[str, Any] | None, tables: Mapping[str, Any]) -> dict[str, str]:
+    """When each table the history no longer shows was last seen: for a table the previous run staged, its
+    newest execution there (or, from a source without times, that run's time); for one gone before, what
+    the previous run said. ``staleTables`` of the manifest, what the projection writes as ``staleSince``."""
+    if previous is None:
+        return {}
+    out = {key: when for key, when in (previous.get("staleTables") or {}).items() if key not in tables}
+    totals = previous.get("tableTotals") or {}
+    for key in previous.get("tables", {}):
+        if key not in tables:
+            out[key] = (totals.get(key) or {}).get("lastSeen") or runs.sync_time(str(previous["syncId"]))
+    return dict(sorted(out.items()))
+
+
 def stage(project: Path, connection: str, sync_id: str, *, dialect: str, templates: Sequence[AggregatedTemplate],
           batch: BatchResult, bucketed: Bucketed, window: Mapping[str, str | None] | None = None,
           findings: Sequence[ProbeFinding] = (), warnings: Sequence[str] = (),
-          previous: Mapping[str, Any] | None = None) -> StagedRun:
+          previous: Mapping[str, Any] | None = None, fetched_at: str | None = None) -> StagedRun:
     """Write one staged run atomically and return its manifest; when ``previous`` (the latest run's manifest)
-    says the same, write nothing and return that run."""
-    tables, patterns = bucketed.tables, bucketed.patterns
+    says the same, write nothing and return that run. ``fetched_at``: when the history was read (ISO 8601)."""
+    tables, patterns_doc = bucketed.tables, bucketed.patterns
     files = {table_file(key): content for key, content in tables.items()}
-    patterns_doc = {"tableSets": patterns}
     seen, counts = _summary(templates, batch)
     manifest = {
-        "source": SOURCE, "syncId": sync_id, "connection": connection, "dialect": dialect,
-        "window": dict(window) if window is not None else seen,
-        "counts": {**counts, "tables": len(tables), "tableSets": len(patterns)},
+        "source": SOURCE, "syncId": sync_id, "fetchedAt": fetched_at or runs.sync_time(sync_id),
+        "connection": connection, "dialect": dialect, "window": dict(window) if window is not None else seen,
+        "counts": {**counts, "tables": len(tables), "tableSets": len(bucketed.table_sets)},
         "warnings": sorted({*warnings, *batch.warnings}),
+        "probeWarnings": [f"{f.code}: {f.message}" for f in findings if f.severity in ("error", "warning")],
         "parseErrors": dict(sorted((tid, p.error) for tid, p in batch.parsed.items() if p.error is not None)),
         "parseStats": dict(batch.stats),
         "unknownTables": dict(sorted(Counter(name for p in batch.parsed.values()
@@ -126,6 +142,8 @@ def stage(project: Path, connection: str, sync_id: str, *, dialect: str, templat
         "tables": {key: content_hash(content) for key, content in sorted(tables.items())},
         "tableFiles": {key: table_file(key) for key in sorted(tables)},
         "tableTotals": bucketed.totals,
+        "tableSetTotals": bucketed.set_totals,
+        "staleTables": last_seen(previous, tables),
         "patternsHash": content_hash(patterns_doc),
         "readerFindings": [f.model_dump(mode="json") for f in findings],
     }

@@ -11,8 +11,10 @@ from khive.context import Context
 from khive.errors import InvalidArgs, KhiveError, NotFound, OpError
 from khive.verbs import Params, Verb, Visibility
 from packs.historic_sql import evidence, history, ingest, pages, results
+from packs.historic_sql.bucketize import EXECUTION_BANDS, band, workload_tier
 from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.config import HistoricSqlConfig
+from packs.historic_sql.digest import frequency_tier
 from packs.historic_sql.providers import describe, digest_units
 from packs.historic_sql.schemas import PatternsOutput, UsageOutput, parse_output
 from packs.historic_sql.stage import read_run_file, runs_dir, sync_ids
@@ -167,19 +169,35 @@ class PatternsParams(Params):
 
 
 def patterns(params: PatternsParams, ctx: Context) -> dict[str, Any]:
-    """Cross-table pattern pages (wiki historic-sql/<slug>): title, tables, templates, staleness."""
+    """Cross-table pattern pages (wiki historic-sql/<slug>), busiest first: title, tables, how often they are
+    read together (exact executions and users of the latest ingest, and the frequency tier: absolute and
+    within the connection's workload), templates, staleness; include_stale adds stale and archived pages."""
     out = []
     for connection in _connections(ctx, params.connection):
+        manifest = ingest.latest_manifest(ctx, connection) if sync_ids(ctx.runtime.project, connection) else {}
         for slug, page in sorted(pages.existing_pages(ctx.runtime.files, connection).items()):
             stale = page.front.get("stale_since")
-            if stale and not params.include_stale:
+            if (stale or page.archived) and not params.include_stale:
                 continue
-            out.append({"slug": slug, "page": f"historic-sql/{slug}", "connection": connection,
+            out.append({"slug": slug, "page": page.key, "connection": connection,
                         "title": page.front.get("title"), "summary": page.front.get("summary"),
-                        "tablesInvolved": page.tables, "templates": len(page.templates),
-                        "slRefs": page.front.get("sl_refs", []), "staleSince": str(stale) if stale else None,
-                        "archived": bool(page.front.get("archived"))})
+                        "tablesInvolved": page.tables, **pattern_figures(manifest, page.tables),
+                        "templates": len(page.templates), "slRefs": page.front.get("sl_refs", []),
+                        "staleSince": str(stale) if stale else None, "archived": page.archived})
+    out.sort(key=lambda p: (p["staleSince"] is not None, -(p["executions"] or 0), p["connection"], p["slug"]))
     return {"patterns": out, "count": len(out)}
+
+
+def pattern_figures(manifest: dict[str, Any], tables: list[str]) -> dict[str, Any]:
+    """Executions and distinct users of the templates that read exactly ``tables`` (the latest ingest), with
+    the frequency tier: the higher of the absolute one and the share of the connection's busiest table."""
+    found = (manifest.get("tableSetTotals") or {}).get(",".join(sorted(tables)))
+    if not found:
+        return {"executions": None, "distinctUsers": None, "frequencyTier": None}
+    busiest = max((int(t.get("executions") or 0) for t in (manifest.get("tableTotals") or {}).values()), default=0)
+    absolute = band(found["executions"], EXECUTION_BANDS)
+    tier = frequency_tier(absolute, workload_tier(found["executions"], busiest))
+    return {"executions": found["executions"], "distinctUsers": found["distinctUsers"], "frequencyTier": tier}
 
 
 def probe(params: ConnectionParams, ctx: Context) -> dict[str, Any]:

@@ -59,7 +59,7 @@ def usage_text(source: Source) -> str:
     if usage.commonGroupBys:
         parts.append("commonly grouped by " + ", ".join(usage.commonGroupBys))
     if usage.commonJoins:
-        parts.append("commonly joined to " + ", ".join(usage.commonJoins))
+        parts.append("commonly joined to " + "; ".join(join.text() for join in usage.commonJoins))
     return ". ".join(part for part in parts if part)
 
 

@@ -165,6 +165,26 @@ class Segment(_Model):
     _check_name = field_validator("name")(classmethod(lambda cls, v: _name(v)))
 
 
+class UsageJoin(_Model):
+    """A table this source is commonly joined to, and on what (``orders.customer_id = customers.id`` as
+    ``customer_id = id``): the shape historic_sql writes into the ``_schema`` shards too."""
+
+    table: str
+    on: list[str] = Field(default_factory=list)
+
+    def text(self) -> str:
+        return f"{self.table} on {', '.join(self.on)}" if self.on else self.table
+
+
+def _join(value: object) -> object:
+    """The text form sources held before joins had one shape (``public.customers on a = b``), as a join;
+    the next ingest rewrites the file in the structured form."""
+    if isinstance(value, str):
+        table, _, on = value.partition(" on ")
+        return {"table": table.strip(), "on": [part.strip() for part in on.split(",") if part.strip()]}
+    return value
+
+
 class Usage(_Model):
     """Written by historic_sql. Keys it does not write (a person's ``ownerNote``) are kept, never an error:
     a machine-managed block must not make a source invalid; the validator reports them as info."""
@@ -175,8 +195,13 @@ class Usage(_Model):
     frequencyTier: str | None = None
     commonFilters: list[str] = Field(default_factory=list)
     commonGroupBys: list[str] = Field(default_factory=list)
-    commonJoins: list[str] = Field(default_factory=list)
+    commonJoins: list[UsageJoin] = Field(default_factory=list)
     staleSince: str | None = None
+
+    @field_validator("commonJoins", mode="before")
+    @classmethod
+    def _joins(cls, value: object) -> object:
+        return [_join(item) for item in value] if isinstance(value, list) else value
 
 
 class Source(_Model):

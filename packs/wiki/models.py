@@ -9,7 +9,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 PageKind = Literal["note", "warning", "rule", "pattern", "recap"]
-KEY_RE = re.compile(r"[a-z0-9][a-z0-9_\-]*(/[a-z0-9][a-z0-9_\-]*)*\Z")
+# a segment may start with "_": machine-kept folders such as historic-sql/_archived/
+KEY_RE = re.compile(r"_?[a-z0-9][a-z0-9_\-]*(/_?[a-z0-9][a-z0-9_\-]*)*\Z")
 USER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*\Z")
 RELATIONS = ("supersedes", "contradicts", "supports", "related_to")
 

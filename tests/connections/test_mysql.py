@@ -285,5 +285,6 @@ async def test_mysql_history_comes_from_a_query_log(shop: dict[str, str], tmp_pa
     finally:
         await runtime.aclose()
     assert ingested["counts"]["templates"] == 2  # the three status counts are one template
-    assert orders["totals"] == {"executions": 5, "templates": 2, "distinctUsers": 3}
+    # the join's second run (the log's fifth line, 2026-11-24) is the newest that read orders
+    assert orders["totals"] == {"executions": 5, "templates": 2, "distinctUsers": 3, "lastSeen": "2026-11-24T10:00:00Z"}
     assert "status" in orders["usage"]["commonGroupBys"]

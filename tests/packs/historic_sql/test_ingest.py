@@ -50,14 +50,20 @@ async def test_usage_numbers_match_what_was_run(scanned: Call, project: Path) ->
                                 "tables": 4, "tableSets": 2}
     assert result["workUnits"] == 5 and result["digests"] == {"deterministic": 5} and result["pendingUnits"] == []
     orders = await scanned('historic_sql.usage(connection="tpch", table="orders")')
-    # 3 x 4 revenue-by-nation + 3 x 5 status + 2 x 3 line-orders runs touch orders; bob, alice and carol ran them
-    assert orders["totals"] == {"executions": 12 + 15 + 6, "templates": 3, "distinctUsers": 3}
+    # 3 x 4 revenue-by-nation + 3 x 5 status + 2 x 3 line-orders runs touch orders; bob, alice, carol and erin
+    # ran them; the status query's fifth run (day 4 of write_log's calendar) is the newest
+    assert orders["totals"] == {"executions": 12 + 15 + 6, "templates": 3, "distinctUsers": 4,
+                                "lastSeen": "2026-11-24T10:00:00Z"}
     assert orders["stats"]["executionsBucket"] == "10-100"
-    assert orders["usage"]["frequencyTier"] == "mid"
+    # 10-100 executions reads "mid" on the absolute scale; orders is the busiest table of this warehouse
+    assert orders["stats"]["workloadTier"] == "high" and orders["usage"]["frequencyTier"] == "high"
+    assert orders["stats"]["recencyBucket"] == "current"
     assert "o_orderdate" in orders["usage"]["commonFilters"]
     nation = await scanned('historic_sql.usage(connection="tpch", table="main.nation")')
-    assert nation["totals"] == {"executions": 12, "templates": 1, "distinctUsers": 2}
+    assert nation["totals"] == {"executions": 12, "templates": 1, "distinctUsers": 2,
+                                "lastSeen": "2026-11-23T10:00:00Z"}
     assert nation["usage"]["commonGroupBys"] == ["n_name"]
+    assert nation["stats"]["workloadTier"] == "mid" and nation["usage"]["frequencyTier"] == "mid"  # 12 of 33
     tables = shard(project)
     assert tables["orders"]["usage"]["narrative"] == orders["usage"]["narrative"]
     assert tables["orders"]["columns"][0]["name"] == "o_orderkey"  # the scan's keys are untouched
@@ -108,6 +114,23 @@ async def test_an_unchanged_log_is_not_read_again_and_stages_what_a_cold_run_sta
     assert changed["readStats"]["reason"] == "log size changed" and changed["workUnits"] >= 1
 
 
+async def test_each_store_of_caches_py_serves_the_run_it_is_for(scanned: Call, project: Path) -> None:
+    first = await scanned(INGEST)
+    assert first["parseStats"]["cached"] == 0 and first["normalizeStats"]["cached"] == 0
+    second = await scanned(INGEST)  # unchanged: the log aggregate, the parse document, the projection memo
+    assert second["readStats"]["aggregateCache"] == "hit"
+    assert second["parseStats"]["cached"] == second["counts"]["templates"] == first["counts"]["templates"]
+    assert second["projection"]["unchangedSkipped"] >= 1
+    more = [(ORDER_STATUS.format(day="1995-09-01"), "carol", 2)]  # one new text of a known template
+    write_log(project / "logs/queries.jsonl", [*workload(), *more])
+    third = await scanned(INGEST)  # a changed log is read again: only its new text is normalized
+    assert third["readStats"]["aggregateCache"] == "miss"
+    assert third["normalizeStats"]["normalized"] == 1
+    assert third["normalizeStats"]["cached"] == third["normalizeStats"]["texts"] - 1
+    stores = sorted(p.name for p in (project / ".khive").glob("historic-sql-*"))
+    assert stores == ["historic-sql-cache.sqlite", "historic-sql-logs"]
+
+
 async def test_a_person_editing_a_projected_file_gets_a_full_merge_next_run(scanned: Call, project: Path) -> None:
     await scanned(INGEST)
     path = project / "_schema/tpch/tpch.main.yaml"
@@ -132,8 +155,8 @@ async def test_a_table_that_disappears_goes_stale_and_comes_back(scanned: Call, 
     gone = await scanned(INGEST)
     assert gone["vanishedTables"] == ["main.customer", "main.nation"]
     nation = shard(project)["nation"]["usage"]
-    assert nation["staleSince"] == f"{gone['syncId'][:4]}-{gone['syncId'][4:6]}-{gone['syncId'][6:8]}"
-    assert nation["narrative"]  # the last narrative is kept, marked stale
+    assert nation["staleSince"] == "2026-11-23T10:00:00Z"  # the newest run of the query that read it
+    assert set(nation) == {"staleSince"}  # a narrative and filters about a table nobody reads would mislead
     assert "staleSince" not in shard(project)["orders"]["usage"]
     again = await scanned(INGEST)
     assert again["projection"]["shards"] == []  # already stale: nothing to rewrite
@@ -152,8 +175,9 @@ async def test_usage_merges_into_sl_sources_and_keeps_other_keys(scanned: Call, 
     text = source.read_text()
     assert "# hand-written" in text
     data = YAML(typ="safe").load(text)
-    assert data["usage"]["commonJoins"] == ["main.customer on o_custkey = c_custkey",
-                                            "main.lineitem on o_orderkey = l_orderkey"]
+    assert data["usage"]["commonJoins"] == [{"table": "main.customer", "on": ["o_custkey = c_custkey"]},
+                                            {"table": "main.lineitem", "on": ["o_orderkey = l_orderkey"]}]
+    assert data["usage"]["commonJoins"] == shard(project)["orders"]["usage"]["commonJoins"]  # one shape
     found = await scanned('sl.read(name="orders", connection="tpch")')
     assert "error" not in found, found
     page = (project / "wiki/global/historic-sql/customer-nation-orders.md").read_text()

@@ -102,7 +102,7 @@ def test_agents_queries_do_not_count_as_usage(tmp_path: Path, roles: dict[str, s
     agent(root, env, [execute, execute, execute, query, query])
     operator(root, 'historic_sql.ingest(connection="wh")')
     usage = operator(root, 'historic_sql.usage(connection="wh", table="public.orders")')
-    assert usage["totals"] == {"executions": 3, "templates": 1, "distinctUsers": 1}
+    assert usage["totals"] == {"executions": 3, "templates": 1, "distinctUsers": 1, "lastSeen": None}
     assert roles["agent_role"] not in orjson.dumps(usage).decode()
     with psycopg.connect(roles["admin"], autocommit=True) as conn:  # the agent's statements are there, marked
         marked = conn.execute("SELECT sum(calls) FROM pg_stat_statements WHERE query LIKE '/* khive:query */%%' "

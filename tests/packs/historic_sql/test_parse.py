@@ -81,8 +81,21 @@ def test_unqualified_columns_resolve_through_the_scan_catalog(catalog: Catalog) 
 def test_aliases_and_output_aliases(catalog: Catalog) -> None:
     parsed = run("SELECT o.status AS state, COUNT(*) AS n FROM orders AS o WHERE o.total > 5 "
                  "GROUP BY state HAVING COUNT(o.order_id) > 1 ORDER BY n DESC", catalog)
+    # state and n are output aliases: grouping by state groups by the status inside it; n holds no column
     assert uses(parsed) == {("public.orders", "select", "status"), ("public.orders", "where", "total"),
-                            ("public.orders", "having", "order_id")}  # state and n are output aliases
+                            ("public.orders", "having", "order_id"), ("public.orders", "groupBy", "status")}
+
+
+def test_group_by_position_names_the_columns_inside_the_projection(catalog: Catalog) -> None:
+    parsed = run("SELECT date_trunc('month', o.created_at) AS month, c.segment, SUM(o.total) FROM orders o "
+                 "JOIN customers c ON c.customer_id = o.customer_id GROUP BY 1, 2 ORDER BY month, 3 DESC", catalog)
+    grouped = {(table, column) for table, clause, column in uses(parsed) if clause == "groupBy"}
+    ordered = {(table, column) for table, clause, column in uses(parsed) if clause == "orderBy"}
+    assert grouped == {("public.orders", "created_at"), ("public.customers", "segment")}
+    assert ordered == {("public.orders", "created_at"), ("public.orders", "total")}
+    # a position past the select list, or one over a subquery, names no column of this scope
+    odd = run("SELECT (SELECT max(total) FROM orders), status FROM orders GROUP BY 1, 2, 7", catalog)
+    assert {(t, c) for t, clause, c in uses(odd) if clause == "groupBy"} == {("public.orders", "status")}
 
 
 def test_using_join_counts_on_both_sides(catalog: Catalog) -> None:

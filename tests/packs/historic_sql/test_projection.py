@@ -81,9 +81,10 @@ def test_pattern_pages_are_skipped_only_while_nothing_can_change(tmp_path: Path)
 def shards_pass(root: Path, tmp_path: Path, usages: dict[str, Any], present: set[str], day: date, *,
                 skipped: bool = False) -> list[str]:
     reference = twin(root, tmp_path)
-    expected = projection.project_shards(reference, "shop", usages, present, day.isoformat(), author="operator:test")
+    stale = projection.Stale({}, fallback=day.isoformat())  # no last-seen times known
+    expected = projection.project_shards(reference, "shop", usages, present, stale, author="operator:test")
     memo = ProjectionMemo.for_project(root, "shop")
-    done = projection.project_shards(FileStore(root), "shop", usages, present, day.isoformat(),
+    done = projection.project_shards(FileStore(root), "shop", usages, present, stale,
                                      author="operator:test", memo=memo)
     memo.save()
     assert memo.skipped == (["_schema/shop/shop.public.yaml"] if skipped else [])

@@ -106,12 +106,18 @@ def test_every_side_of_a_join_gets_the_template_and_the_join() -> None:
         {"withTable": "public.customers", "on": [["customer_id", "customer_id"]], "freq": "mid"}]  # 101 of 801
     assert [t["id"] for t in orders["topTemplates"]] == ["orders", "join"]  # by executions band
     assert orders["stats"] == {"executionsBucket": "100-1k", "distinctUsersBucket": "6-20",
-                               "p95RuntimeBucket": "100ms-1s", "errorRateBucket": "none"}
+                               "p95RuntimeBucket": "100ms-1s", "errorRateBucket": "none",
+                               "recencyBucket": "current", "workloadTier": "high"}  # the busiest table
+    assert tables["public.products"]["stats"]["workloadTier"] == "low"  # 40 of 801
     assert orders["columnsByClause"]["groupBy"] == [["status", "high"]]
     assert customers["columnsByClause"]["join"] == [["customer_id", "high"]]
-    sets = bucketed.patterns
+    sets = bucketed.table_sets
     assert [s["tables"] for s in sets] == [["public.customers", "public.orders"]]
-    assert sets[0]["templates"][0]["canonicalSql"] == SQL["join"]
+    assert [t["id"] for t in sets[0]["templates"]] == ["join"]
+    # patterns-input.json lists every template the reader kept, parse failures too
+    assert [(t["id"], t["tablesTouched"]) for t in bucketed.patterns["templates"]] == [
+        ("broken", []), ("join", ["public.customers", "public.orders"]), ("orders", ["public.orders"]),
+        ("products", ["public.products"])]
 
 
 def test_stage_writes_the_run_atomically_with_warnings_and_hashes(tmp_path: Path) -> None:
@@ -143,8 +149,12 @@ def test_a_changed_table_is_exactly_one_work_unit(tmp_path: Path) -> None:
     pipeline(tmp_path, workload(products_executions=40), "20260511T000000000000Z")
     _, units = pipeline(tmp_path, workload(products_executions=45), "20260512T000000000000Z")
     assert units == []  # same band
-    _, units = pipeline(tmp_path, workload(products_executions=4_000), "20260513T000000000000Z")
+    # a band of its own changes (products stays below the busiest table, so no other table's workload tier moves)
+    _, units = pipeline(tmp_path, workload(products_executions=400), "20260513T000000000000Z")
     assert units == ["public.products"]
+    # a new busiest table places every other table lower in the workload: all of them are work
+    _, units = pipeline(tmp_path, workload(products_executions=4_000), "20260514T000000000000Z")
+    assert units == ["public.customers", "public.orders", "public.products"]
 
 
 def test_a_failed_stage_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
