@@ -41,7 +41,7 @@ from khive.daemon import protocol
 from khive.daemon.connection import DaemonConnection
 from khive.dispatch import dispatch
 from khive.dsl import parse
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 KHIVE = str(Path(sys.executable).parent / "khive")
 PACKS = os.environ.get("KHIVE_PACKS", "core,wiki,scan,sl,discover")

@@ -44,7 +44,7 @@ from khive.context import CLI, Context  # noqa: E402
 from khive.dispatch import dispatch  # noqa: E402
 from khive.dsl import parse  # noqa: E402
 from khive.index.search import fts_query  # noqa: E402
-from khive.project.layout import init_project  # noqa: E402
+from khive.scaffold import init_project  # noqa: E402
 
 NOUNS = ("customer order product invoice payment shipment refund account user session event campaign channel "
          "region store supplier warehouse inventory category subscription plan contract ticket agent review rating "

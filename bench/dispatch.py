@@ -33,7 +33,7 @@ from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.hookspecs import PackInfo, hookimpl
 from khive.project.config import KhiveConfig
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 from khive.runtime import build_runtime
 from khive.threads import run_blocking
 from khive.verbs import Params, Verb

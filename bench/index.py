@@ -57,7 +57,7 @@ from khive.dsl import parse
 from khive.index.engine import RetrievalIndex
 from khive.index.scanstat import stat_walk
 from khive.index.search import fts_query
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 from khive.runtime import Runtime
 
 SEED = 20240611

@@ -28,7 +28,7 @@ from khive.context import CLI, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.index.search import fts_query
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 WORDS = ("order customer revenue refund invoice payment shipment product category region store channel campaign "
          "session visit subscription churn cohort ledger account balance inventory warehouse supplier return "

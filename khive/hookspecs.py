@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from khive.index.documents import EdgeRule, IndexSource
+from khive.project.layout import ProjectDirectory
 
 if TYPE_CHECKING:
     from khive.services import Services
     from khive.verbs import Verb
 
 __all__ = ["ConfigSection", "EdgeRule", "EmbedderSpec", "IndexSource", "OverviewFacts", "OverviewPart", "PackInfo",
-           "SchemaPlan", "WarmTask", "hookimpl", "hookspec"]
+           "ProjectDirectory", "SchemaPlan", "WarmTask", "hookimpl", "hookspec"]
 
 hookspec = pluggy.HookspecMarker("khive")
 hookimpl = pluggy.HookimplMarker("khive")
@@ -129,6 +130,11 @@ def khive_warm(runtime: Services) -> Sequence[WarmTask]:  # type: ignore[empty-b
 @hookspec
 def khive_config_sections() -> Sequence[ConfigSection]:  # type: ignore[empty-body]
     """Blocks of a connection in khive.yaml this pack owns, validated when the runtime is built."""
+
+
+@hookspec
+def khive_project_directories() -> Sequence[ProjectDirectory]:  # type: ignore[empty-body]
+    """Folders of a project this pack owns: what ``khive init`` creates and what it keeps out of git."""
 
 
 @hookspec

@@ -19,7 +19,7 @@ import pluggy
 from khive import hookspecs
 from khive.connections.config import ConnectionConfig
 from khive.errors import PackLoadError
-from khive.hookspecs import ConfigSection, EdgeRule, EmbedderSpec, PackInfo, SchemaPlan
+from khive.hookspecs import ConfigSection, EdgeRule, EmbedderSpec, PackInfo, ProjectDirectory, SchemaPlan
 from khive.sqlite_util import open_wal
 from khive.verbs import Verb, VerbRegistry
 
@@ -114,6 +114,15 @@ def collect_embedders(pm: pluggy.PluginManager) -> dict[str, EmbedderSpec]:
 
 def collect_edge_rules(pm: pluggy.PluginManager) -> tuple[EdgeRule, ...]:
     return tuple(rule for rules in pm.hook.khive_edge_rules() for rule in rules)
+
+
+def collect_project_directories(pm: pluggy.PluginManager) -> tuple[ProjectDirectory, ...]:
+    """Every pack's folders, in pack order, each path once."""
+    found: dict[str, ProjectDirectory] = {}
+    for declared in reversed(pm.hook.khive_project_directories()):  # pluggy calls the last registered first
+        for directory in declared:
+            found.setdefault(directory.path, directory)
+    return tuple(found.values())
 
 
 def check_pack_config(pm: pluggy.PluginManager, connections: Mapping[str, ConnectionConfig]) -> None:

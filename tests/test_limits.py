@@ -20,7 +20,7 @@ from khive.dsl import parse
 from khive.errors import ConfigError
 from khive.limits import DEFAULT_LIMITS, Limits
 from khive.project.config import load_config
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 pytestmark = pytest.mark.anyio
 README = Path(__file__).resolve().parents[1] / "README.md"

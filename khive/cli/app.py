@@ -189,7 +189,7 @@ def _runtime(args: argparse.Namespace) -> Runtime:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from khive.project.layout import init_project
+    from khive.scaffold import init_project
 
     root = Path(args.project or args.dir).resolve()
     created = init_project(root, operator_principal().split(":", 1)[1])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from khive.project.locate import CONFIG_NAME, STATE_DIR
@@ -64,25 +66,47 @@ connections: {}
 #     historicSql: {enabled: true}     # ACCOUNT_USAGE.QUERY_HISTORY (IMPORTED PRIVILEGES on SNOWFLAKE)
 """
 
-DIRECTORIES = ("wiki/global", "semantic-layer", "raw-sources", "_schema", STATE_DIR)
+@dataclass(frozen=True, slots=True)
+class ProjectDirectory:
+    """A folder of a project that a pack owns (the ``khive_project_directories`` hook), relative to the root.
+
+    ``path`` may name the operator as ``{user}`` and any connection as ``*``. ``khive init`` creates the
+    committed folders (for a ``*`` path, the part before the first ``*``) and writes the machine-local ones
+    into the ``.gitignore`` it starts the project with.
+    """
+
+    path: str
+    committed: bool = True
+    purpose: str = ""
+
 
 # What a project keeps in git (ADR 0033): what people review and what cost work to make. Scan and ingest runs
 # are machine-local evidence (the next scan or ingest writes them again), .khive/ is rebuilt state and secrets.
-GITIGNORE = f"""\
-# Written by khive init. Commit khive.yaml, wiki/, semantic-layer/, _schema/ and
-# raw-sources/<connection>/historic-sql-digests/; what follows stays on this machine (README: "Keeping a
-# project in git").
-{STATE_DIR}/
-raw-sources/*/live-database/
-raw-sources/*/historic-sql/
-"""
+def gitignore_text(directories: Sequence[ProjectDirectory]) -> str:
+    committed = sorted({d.path.split("/", 1)[0] + "/" for d in directories if d.committed})
+    ignored = [d.path.rstrip("/") + "/" for d in directories if not d.committed]
+    return (f"# Written by khive init. Commit {CONFIG_NAME}, {', '.join(committed)}; what follows stays on this\n"
+            '# machine (README: "Keeping a project in git").\n'
+            + "".join(f"{path}\n" for path in [f"{STATE_DIR}/", *ignored]))
 
 
-def init_project(root: Path, user: str) -> list[str]:
-    """Create what is missing; never overwrite. Returns the paths created."""
+def _created_folder(directory: ProjectDirectory, user: str) -> str | None:
+    """The folder init makes for a declared one: committed folders only, up to the first ``*``."""
+    if not directory.committed:
+        return None
+    path = directory.path.format(user=user)
+    if "*" in path:
+        path = path.split("*", 1)[0].rstrip("/")
+    return path or None
+
+
+def init_layout(root: Path, user: str, directories: Sequence[ProjectDirectory]) -> list[str]:
+    """Create what is missing of the packs' folders, khive.yaml and .gitignore; never overwrite. Returns the
+    paths created."""
     created: list[str] = []
     root.mkdir(parents=True, exist_ok=True)
-    for relative in (*DIRECTORIES, f"wiki/users/{user}"):
+    folders = [folder for d in directories if (folder := _created_folder(d, user))]
+    for relative in dict.fromkeys([*folders, STATE_DIR]):
         path = root / relative
         if not path.exists():
             path.mkdir(parents=True)
@@ -93,6 +117,6 @@ def init_project(root: Path, user: str) -> list[str]:
         created.append(CONFIG_NAME)
     ignore = root / ".gitignore"
     if not ignore.exists():
-        ignore.write_text(GITIGNORE, encoding="utf-8")
+        ignore.write_text(gitignore_text(directories), encoding="utf-8")
         created.append(".gitignore")
     return created

@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from khive import __version__
-from khive.hookspecs import ConfigSection, OverviewPart, PackInfo, WarmTask, hookimpl
+from khive.hookspecs import ConfigSection, OverviewPart, PackInfo, ProjectDirectory, WarmTask, hookimpl
 from khive.verbs import Verb
+from packs.historic_sql.evidence import DIGESTS
 
 if TYPE_CHECKING:
     from khive.services import Services
@@ -63,3 +64,10 @@ def khive_overview_parts() -> Sequence[OverviewPart]:
     from packs.historic_sql.overview import PART
 
     return [PART]
+
+
+@hookimpl
+def khive_project_directories() -> Sequence[ProjectDirectory]:
+    return (ProjectDirectory(f"raw-sources/*/{DIGESTS}", purpose="usage and pattern digests: they cost work to make"),
+            ProjectDirectory("raw-sources/*/historic-sql", committed=False,
+                             purpose="ingest runs: machine-local evidence the next ingest writes again"))

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from khive import __version__
-from khive.hookspecs import EdgeRule, IndexSource, OverviewPart, PackInfo, hookimpl
+from khive.hookspecs import EdgeRule, IndexSource, OverviewPart, PackInfo, ProjectDirectory, hookimpl
 from khive.verbs import Verb
+from packs.scan.artifacts import LIVE
 
 if TYPE_CHECKING:
     from khive.services import Services
@@ -44,3 +45,10 @@ def khive_overview_parts() -> Sequence[OverviewPart]:
     from packs.scan.overview import PART
 
     return [PART]
+
+
+@hookimpl
+def khive_project_directories() -> Sequence[ProjectDirectory]:
+    return (ProjectDirectory("_schema", purpose="the reviewable schema shards"),
+            ProjectDirectory(f"raw-sources/*/{LIVE}", committed=False,
+                             purpose="scan runs: machine-local evidence the next scan writes again"))

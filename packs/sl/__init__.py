@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from khive import __version__
-from khive.hookspecs import EdgeRule, IndexSource, OverviewPart, PackInfo, hookimpl
+from khive.hookspecs import EdgeRule, IndexSource, OverviewPart, PackInfo, ProjectDirectory, hookimpl
 from khive.verbs import Verb
+from packs.sl.store import SL_ROOT
 
 if TYPE_CHECKING:
     from khive.services import Services
@@ -45,3 +46,8 @@ def khive_overview_parts() -> Sequence[OverviewPart]:
     from packs.sl.overview import PART
 
     return [PART]
+
+
+@hookimpl
+def khive_project_directories() -> Sequence[ProjectDirectory]:
+    return (ProjectDirectory(SL_ROOT, purpose="semantic-layer sources, a folder per connection"),)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from khive import __version__
-from khive.hookspecs import EdgeRule, IndexSource, OverviewPart, PackInfo, hookimpl
+from khive.hookspecs import EdgeRule, IndexSource, OverviewPart, PackInfo, ProjectDirectory, hookimpl
 from khive.verbs import Verb
 from packs.wiki.index import EDGE_RULES, SOURCE
 from packs.wiki.verbs import VERBS
@@ -40,3 +40,9 @@ def khive_overview_parts() -> Sequence[OverviewPart]:
     from packs.wiki.overview import PART
 
     return [PART]
+
+
+@hookimpl
+def khive_project_directories() -> Sequence[ProjectDirectory]:
+    return (ProjectDirectory("wiki/global", purpose="pages every agent and person reads"),
+            ProjectDirectory("wiki/users/{user}", purpose="the operator's own pages"))

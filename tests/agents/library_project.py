@@ -8,7 +8,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 LIBRARY_CONFIG = """\
 version: 1

@@ -12,7 +12,7 @@ import pytest
 from agent_helpers import khive, mcp_entry, ok
 
 from khive.agent_guide import SKILL_PATH
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 WAREHOUSE = """\
 connections:

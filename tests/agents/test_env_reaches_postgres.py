@@ -16,7 +16,7 @@ from agent_helpers import failures, khive, launch_params, mcp_entry, ok, run_req
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 

@@ -21,7 +21,7 @@ from khive.agent_brief import BRIEF_TOKENS, project_brief
 from khive.bootstrap import open_runtime
 from khive.budget import approx_tokens
 from khive.mcp_server import build_server
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 
 def overview(project: Path) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from agent_helpers import khive, launch_params, mcp_entry, ok, run_requests
 
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 pytestmark = [pytest.mark.data, pytest.mark.slow]
 

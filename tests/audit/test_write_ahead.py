@@ -27,7 +27,7 @@ from khive.context import CLI, MCP_STDIO, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.project.config import KhiveConfig
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 from khive.runtime import Runtime, build_runtime
 
 T = TypeVar("T")

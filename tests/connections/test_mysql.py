@@ -22,7 +22,7 @@ from khive.context import CLI, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.errors import KhiveError
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 Call = Callable[[str], Awaitable[dict[str, Any]]]
 

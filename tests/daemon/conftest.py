@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from daemon_helpers import Daemon, daemon_env, stop
 
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import pytest
 from daemon_helpers import KHIVE, Daemon, audit, wait_for
 
 from khive.identity import os_user
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 pytestmark = pytest.mark.slow
 

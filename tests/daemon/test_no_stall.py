@@ -31,7 +31,7 @@ from daemon_helpers import Daemon, wait_for
 
 from khive.daemon import protocol
 from khive.daemon.connection import DaemonConnection
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 pytestmark = pytest.mark.slow
 

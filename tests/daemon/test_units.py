@@ -14,7 +14,7 @@ from khive.daemon.paths import settings_from_env
 from khive.dsl import parse
 from khive.errors import ConfigError, DaemonError, PackLoadError
 from khive.plugins import plugins_from_env
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 
 def test_frames_round_trip_over_a_socket_pair() -> None:

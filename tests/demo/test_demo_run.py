@@ -87,7 +87,7 @@ def test_demo_config_is_rewritten_only_when_it_differs(tmp_path: Path) -> None:
 
 
 def test_demo_may_take_over_an_untouched_khive_init(tmp_path: Path) -> None:
-    from khive.project.layout import init_project
+    from khive.scaffold import init_project
 
     init_project(tmp_path, "tester")
     assert write_config(tmp_path)

@@ -11,7 +11,7 @@ from khive.context import CLI, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.project.config import KhiveConfig
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 from khive.runtime import Runtime, build_runtime
 
 

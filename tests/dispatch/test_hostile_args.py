@@ -25,7 +25,7 @@ from khive.context import CLI, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.errors import DslSyntaxError
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 from khive.runtime import Runtime
 
 TEXT = ["", " ", "\0", "a\0b", "..", "../x", "../../etc/passwd", "/etc/passwd", "/nonexistent/x", ".", "-",

@@ -12,7 +12,7 @@ from mcp_helpers import CLIENT_NAME, ProgressPack, ServeProcess, start_serve
 
 from khive.bootstrap import open_runtime
 from khive.mcp_server import build_server
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 from khive.runtime import Runtime
 
 

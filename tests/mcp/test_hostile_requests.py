@@ -36,7 +36,7 @@ from mcp_helpers import KHIVE, audit_events, clean_env
 
 from khive.audit.events import AuditEvent
 from khive.mcp_server import INVALID_PARAMS, TOOL_NAME
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 pytestmark = [pytest.mark.slow]
 

@@ -27,7 +27,7 @@ from khive.context import CLI, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.mcp_server import TOOL_NAME, build_server
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.slow]
 

@@ -73,7 +73,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("packs", ("packs",)),
     # the gate is a policy value over verbs (no I/O), applied by dispatch: it sits beside the registry (ADR 0040)
     ("pack system", ("khive.hookspecs", "khive.plugins", "khive.verbs", "khive.gate", "khive.context",
-                     "khive.services", "khive.overview")),
+                     "khive.services", "khive.overview", "khive.scaffold")),
 )
 SHARED_SERVICES = ("khive.audit.store", "khive.audit.events", "khive.audit.process")  # the audit store itself
 

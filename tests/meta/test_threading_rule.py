@@ -36,7 +36,7 @@ from khive.dsl import parse
 from khive.hookspecs import PackInfo, hookimpl
 from khive.index.engine import RetrievalIndex
 from khive.plugins import build_plugin_manager, collect_verbs
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 from khive.project.store import FileStore
 from khive.runtime import Runtime
 from khive.verbs import Params, Verb

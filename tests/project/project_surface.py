@@ -19,7 +19,7 @@ from mcp import Client
 from khive.bootstrap import open_runtime
 from khive.cli import main
 from khive.mcp_server import TOOL_NAME, build_server
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 CONNECTIONS = """connections:
   shop:

@@ -10,7 +10,8 @@ from khive.bootstrap import locate_project
 from khive.envref import resolve
 from khive.errors import ConfigError
 from khive.project.config import load_config, parse_config, referenced_variables
-from khive.project.layout import STARTER_CONFIG, init_project
+from khive.project.layout import STARTER_CONFIG
+from khive.scaffold import init_project
 
 
 def error_for(text: str) -> ConfigError:
@@ -28,6 +29,14 @@ def test_starter_config_is_valid(tmp_path: Path) -> None:
     ignored = (tmp_path / ".gitignore").read_text().splitlines()
     assert {".khive/", "raw-sources/*/live-database/", "raw-sources/*/historic-sql/"} <= set(ignored)
     assert STARTER_CONFIG in (tmp_path / "khive.yaml").read_text()
+
+
+def test_init_makes_the_folders_of_the_packs_it_loads(tmp_path: Path) -> None:
+    """Each pack declares its folders (khive_project_directories): a wiki-only project gets no scan folders."""
+    created = init_project(tmp_path, "ann", packs=["wiki"])
+    assert {"wiki/global/", "wiki/users/ann/", ".khive/"} <= set(created)
+    assert not (tmp_path / "_schema").exists() and not (tmp_path / "semantic-layer").exists()
+    assert "raw-sources/*/live-database/" not in (tmp_path / ".gitignore").read_text()
 
 
 def test_init_never_overwrites(tmp_path: Path) -> None:

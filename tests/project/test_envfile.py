@@ -9,7 +9,7 @@ import pytest
 from khive.bootstrap import open_runtime
 from khive.errors import ConfigError
 from khive.project.envfile import ENV_FILE, is_placeholder, read_env_file, with_env_file
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from khive.context import CLI, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.identity import operator_principal
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 

@@ -17,7 +17,7 @@ import pytest
 from sitecheck import broken_links, expected_subjects, operator_results, pages, subjects
 
 from khive.cli import main
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 pytestmark = [pytest.mark.data, pytest.mark.slow]
 

@@ -17,7 +17,7 @@ from psycopg.conninfo import make_conninfo
 from value_matrix import LEDGER_SOURCE, Matrix, duck_matrix, pg_matrix_sql, sqlite_matrix
 from value_transports import Site, run_ops
 
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 # ../shared beside the checkout (a git worktree may sit one level deeper)
 REALWORLD_PG = next((found for folder in Path(__file__).resolve().parents[2].parents

@@ -12,7 +12,7 @@ import pytest
 from value_matrix import answer
 from value_transports import run_ops
 
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 pytestmark = [pytest.mark.data]
 KIND = {"numeric": "text", "bigint": "int", "double precision": "float", "bytea": "bytea", "interval": "interval",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from value_transports import TRANSPORTS, Site, ask
 
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 HERE = Path(__file__).resolve().parent

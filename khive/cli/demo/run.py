@@ -32,8 +32,9 @@ from khive.context import CLI, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.errors import ConfigError
-from khive.project.layout import STARTER_CONFIG, init_project
+from khive.project.layout import STARTER_CONFIG
 from khive.runtime import Runtime
+from khive.scaffold import init_project
 from khive.site.build import DEFAULT_DIR as SITE_DIR
 from khive.site.build import build_site
 from khive.site.reader import operator_reader

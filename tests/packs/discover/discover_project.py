@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 PACKS = "core,wiki,scan,sl,discover"
 Call = Callable[..., Awaitable[dict[str, Any]]]

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 from discover_project import Call
 
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 pytestmark = pytest.mark.anyio
 

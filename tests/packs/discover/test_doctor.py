@@ -210,7 +210,7 @@ async def test_doctor_format_finding_and_the_connections_it_checks(scanned: Call
 @pytest.mark.slow
 @pytest.mark.postgres
 def test_khive_doctor_probes_each_postgres_connection(tmp_path: Path, pg_database: str) -> None:
-    from khive.project.layout import init_project
+    from khive.scaffold import init_project
 
     project = tmp_path / "proj"
     init_project(project, "ann")

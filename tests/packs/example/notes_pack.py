@@ -16,7 +16,7 @@ from pydantic import Field
 from khive import __version__
 from khive.context import Context
 from khive.errors import NotFound
-from khive.hookspecs import PackInfo, hookimpl
+from khive.hookspecs import PackInfo, ProjectDirectory, hookimpl
 from khive.results import Result
 from khive.verbs import Params, Verb
 
@@ -91,3 +91,8 @@ def khive_pack_info() -> PackInfo:
 @hookimpl
 def khive_register_verbs() -> Sequence[Verb]:
     return VERBS
+
+
+@hookimpl
+def khive_project_directories() -> Sequence[ProjectDirectory]:
+    return (ProjectDirectory("notes", purpose="one markdown file per topic"),)

@@ -17,8 +17,8 @@ from khive.bootstrap import open_runtime
 from khive.context import CLI, MCP_STDIO, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
-from khive.project.layout import init_project
 from khive.runtime import Runtime
+from khive.scaffold import init_project
 
 pytestmark = pytest.mark.anyio
 
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
     project = tmp_path / "proj"
-    init_project(project, "ann")
+    assert "notes/" in init_project(project, "ann", packs=["wiki"], extra_plugins=[notes_pack])
     runtime = open_runtime(project, {"KHIVE_PACKS": "core"}, extra_plugins=[notes_pack])
     yield runtime
     await runtime.aclose()

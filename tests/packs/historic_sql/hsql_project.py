@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 TPCH_SQLITE = """
 CREATE TABLE nation (n_nationkey INTEGER PRIMARY KEY, n_name TEXT NOT NULL);

@@ -22,7 +22,7 @@ from psycopg.conninfo import make_conninfo
 from khive.bootstrap import open_runtime
 from khive.cli import main
 from khive.mcp_server import TOOL_NAME, build_server
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 pytestmark = [pytest.mark.postgres]
 

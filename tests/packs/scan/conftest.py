@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from khive.bootstrap import open_runtime
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 from khive.runtime import Runtime
 
 SHOP_DDL = """

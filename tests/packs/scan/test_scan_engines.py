@@ -14,7 +14,7 @@ from khive.bootstrap import open_runtime
 from khive.context import CLI, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 
 def configure(root: Path, block: str) -> None:

@@ -26,7 +26,7 @@ from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.errors import OpError
 from khive.plugins import available_packs
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 from packs.sl.compile_verbs import COMPILE_VERBS
 from packs.sl.compiler import AdHocMeasure, Compiled, CompileError, compile_query
 from packs.sl.models import Source

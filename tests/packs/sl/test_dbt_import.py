@@ -21,7 +21,7 @@ from khive.errors import OpError
 from khive.hookspecs import PackInfo, hookimpl
 from khive.plugins import available_packs
 from khive.project.config import KhiveConfig
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 from khive.project.store import FileStore
 from khive.runtime import Runtime, build_runtime
 from khive.verbs import Verb

@@ -22,7 +22,7 @@ from khive.bootstrap import open_runtime
 from khive.context import CLI, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
-from khive.project.layout import init_project
+from khive.scaffold import init_project
 
 pytestmark = [pytest.mark.data, pytest.mark.slow, pytest.mark.anyio]
 
