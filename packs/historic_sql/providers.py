@@ -18,8 +18,7 @@ from typing import Any
 import anyio
 import orjson
 
-from khive.context import Context
-from khive.mcp_sampling import SAMPLE_KEY
+from khive.context import SAMPLE_KEY, Context
 from packs.historic_sql import digest, evidence
 from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.config import HistoricSqlConfig

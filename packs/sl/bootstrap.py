@@ -41,12 +41,20 @@ HEADER = ("# Written by sl.bootstrap from the latest scan. Edit freely: a later 
           "# columns, measures and joins and refreshes descriptions.db; everything else you write is kept.\n")
 TYPE_MAP = {"number": "number", "integer": "number", "timestamp": "time", "date": "time", "time": "time",
             "boolean": "boolean"}
+SHARD_TABLES = "scan.shard_tables"  # the scan pack's shard reader in runtime.services (packs/scan)
 KEY_ORDER = ("name", "descriptions", "table", "sql", "grain", "columns", "measures", "joins", "segments", "usage")
 
 
-def read_shards(files: Any, connection: str) -> dict[str, dict[str, Any]]:
-    """``db.name`` -> shard entry of every live table of the connection (read as files, not through scan);
-    server internals a scan recorded before they were left out never become sources."""
+def read_shards(runtime: Any, connection: str) -> dict[str, dict[str, Any]]:
+    """``db.name`` -> shard entry of every live table of the connection; server internals a scan recorded
+    before they were left out never become sources. Read by the scan pack's reader when it is loaded (it
+    rebuilds untouched shards from the run: a YAML parse of 10,000 tables takes minutes), else as files."""
+    reader = runtime.services.get(SHARD_TABLES)
+    read = reader(connection) if reader is not None else None
+    if read is not None:
+        return {key: {k: v for k, v in entry.items() if k != "catalog"} for key, entry in read.items()
+                if not entry.get("droppedInSync")}
+    files = runtime.files
     out: dict[str, dict[str, Any]] = {}
     for path in files.list(f"_schema/{connection}/", suffix=".yaml"):
         data = safe_yaml().load(files.read_text(path) or "") or {}
@@ -318,7 +326,7 @@ def bootstrap_connection(ctx: Context, connection: str) -> dict[str, Any]:
     runtime = ctx.runtime
     dialect = runtime.connection(connection).driver
     files = runtime.files
-    tables = read_shards(files, connection)
+    tables = read_shards(runtime, connection)
     if not tables:
         raise NotFound(f"connection {connection!r} has no scanned tables; run `khive scan {connection}` first",
                        code="scan_missing", details={"connection": connection})
@@ -377,18 +385,23 @@ def _write_plan(ctx: Context, connection: str, dialect: str, planned: dict[str, 
                 known: dict[str, Known], tables: Mapping[str, Any], skipped: list[dict[str, Any]],
                 notes: list[str]) -> dict[str, Any]:
     context = dict(known)
-    for name, (path, _, text) in planned.items():
-        source, _, _ = check_model(text, path)
+    parsed = {}  # each text read once: for the context here, then for its own check below
+    for name, (path, old, text) in planned.items():
+        if old is not None and text == old:
+            source, _, _ = check_model(text, path)
+        else:
+            parsed[name] = check_model(text, path)
+            source = parsed[name][0]
         if isinstance(source, Source):
             context[name] = Known.of(connection, source)
     report: dict[str, Any] = {"connectionId": connection, "tables": len(tables), "created": [], "updated": [],
                               "unchanged": [], "skipped": skipped, "errors": [], "notes": notes}
     files = ctx.runtime.files
-    for _name, (path, old, text) in sorted(planned.items()):
+    for name, (path, old, text) in sorted(planned.items()):
         if old is not None and text == old:
             report["unchanged"].append(path)
             continue
-        _, problems = check_text(text, path, dialect=dialect, known=context)
+        _, problems = check_text(text, path, dialect=dialect, known=context, parsed=parsed[name])
         if problems:
             report["errors"].append({"path": path, "problems": [p.to_dict() for p in problems]})
             continue
