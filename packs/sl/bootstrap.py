@@ -87,12 +87,14 @@ class _Existing:
         self.by_table: dict[str, list[str]] = {}
         self.broken: dict[str, list[str]] = {}
         self.data: dict[str, Any] = {}  # each valid file's content as plain data
+        self.sources: dict[str, Source] = {}  # and as the model
         for _, name, path in list_sources(files, connection):
             text = files.read_text(path) or ""
             self.texts[name], self.paths[name] = text, path
             source, problems, data = check_model(text, path)
             if source is not None:
                 self.data[name] = plain(data)
+                self.sources[name] = source
             table = source.table if source else (data.get("table") if isinstance(data, Mapping) else None)
             if source is None:
                 self.broken[name] = [str(p) for p in problems]
@@ -366,7 +368,7 @@ def bootstrap_connection(ctx: Context, connection: str) -> dict[str, Any]:
         before = plain(document)
         merge(document, data)
         planned[name] = (existing.paths[name], old, old if plain(document) == before else dump_yaml(document))
-    report = _write_plan(ctx, connection, dialect, planned, known, tables, skipped, notes)
+    report = _write_plan(ctx, connection, dialect, planned, known, tables, skipped, notes, existing.sources)
     return {**report, "renamed": renamed}
 
 
@@ -383,12 +385,13 @@ def _other_tables(index: Any, connection: str) -> dict[str, list[str]]:
 
 def _write_plan(ctx: Context, connection: str, dialect: str, planned: dict[str, tuple[str, str | None, str]],
                 known: dict[str, Known], tables: Mapping[str, Any], skipped: list[dict[str, Any]],
-                notes: list[str]) -> dict[str, Any]:
+                notes: list[str], unchanged: Mapping[str, Source]) -> dict[str, Any]:
+    """``unchanged``: the model of each existing file as read before the plan (an unchanged one is not read again)."""
     context = dict(known)
     parsed = {}  # each text read once: for the context here, then for its own check below
     for name, (path, old, text) in planned.items():
         if old is not None and text == old:
-            source, _, _ = check_model(text, path)
+            source = unchanged.get(name) or check_model(text, path)[0]
         else:
             parsed[name] = check_model(text, path)
             source = parsed[name][0]
