@@ -63,10 +63,11 @@ class HashingEmbedder:
         # into numpy cells costs more than the hashing. Sums of +-1 are exact, so rows equal one-by-one ones.
         cells: list[int] = []
         signs: list[float] = []
+        known = self._slots
         for row, text in enumerate(texts):
             base = row * self.dimensions
             for token in tokens(text):
-                dimension, sign = self._slot(token)
+                dimension, sign = known.get(token) or self._slot(token)
                 cells.append(base + dimension)
                 signs.append(sign)
         size = len(texts) * self.dimensions

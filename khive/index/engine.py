@@ -64,6 +64,12 @@ class RetrievalIndex:
         self.sources = {source.name: source for source in sources}
         self.embedder = embedder
         self.edge_rules = tuple(edge_rules)
+        # (from kind, relation) -> the target kinds the rules allow: the per-edge check of an index build
+        self._allowed: dict[tuple[str, str], frozenset[str]] = {}
+        for rule in self.edge_rules:
+            for kind in rule.from_kinds:
+                key = (kind, rule.relation)
+                self._allowed[key] = self._allowed.get(key, frozenset()) | rule.to_kinds
         self.db = connect(database or self.project / ".khive" / "index.sqlite")
         self._lock = threading.RLock()
         self._watch = watch
@@ -269,10 +275,24 @@ class RetrievalIndex:
 
     def _checked_edges(self, document: Document, kinds: Mapping[str, str] | None = None
                        ) -> list[tuple[str, str, Any]]:
+        if kinds is not None and self._edges_allowed(document, kinds):
+            return [(edge.relation, edge.target, edge.metadata if type(edge.metadata) is dict else dict(edge.metadata))
+                    for edge in document.edges]
         problems = self.edge_problems(document, kinds)
         if problems:
             raise EdgeRuleError("; ".join(problems))
         return [(edge.relation, edge.target, dict(edge.metadata)) for edge in document.edges]
+
+    def _edges_allowed(self, document: Document, kinds: Mapping[str, str]) -> bool:
+        """Whether every edge of ``document`` keeps the rules (the common case, decided without messages)."""
+        for edge in document.edges:
+            allowed = self._allowed.get((document.kind, edge.relation))
+            if allowed is None:
+                return False
+            target = kinds.get(edge.target)
+            if target is not None and target not in allowed:
+                return False
+        return True
 
     def edges(self, doc_id: str, *, direction: str = "out", relation: str | None = None,
               refresh: bool = True) -> list[dict[str, Any]]:

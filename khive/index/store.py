@@ -146,7 +146,8 @@ _INSERT_EDGE = "INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?)"
 
 
 def _doc_row(rowid: int | None, source: str, path: str, doc: Document) -> tuple[Any, ...]:
-    return (rowid, doc.id, doc.kind, doc.connection, doc.title, source, path, orjson.dumps(dict(doc.metadata)).decode())
+    metadata = doc.metadata if type(doc.metadata) is dict else dict(doc.metadata)
+    return (rowid, doc.id, doc.kind, doc.connection, doc.title, source, path, orjson.dumps(metadata).decode())
 
 
 def _fts_row(rowid: int, doc: Document) -> tuple[Any, ...]:
@@ -154,7 +155,8 @@ def _fts_row(rowid: int, doc: Document) -> tuple[Any, ...]:
 
 
 def _edge_rows(doc_id: str, edges: Iterable[tuple[str, str, Any]]) -> list[tuple[str, str, str, str]]:
-    return [(doc_id, relation, target, orjson.dumps(meta).decode()) for relation, target, meta in edges]
+    return [(doc_id, relation, target, orjson.dumps(meta).decode() if meta else "{}")
+            for relation, target, meta in edges]
 
 
 def doc_rows(db: sqlite3.Connection, where: str = "", params: Sequence[Any] = ()) -> list[dict[str, Any]]:
