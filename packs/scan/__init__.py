@@ -22,17 +22,10 @@ def khive_register_verbs() -> Sequence[Verb]:
     return VERBS
 
 
-SHARD_TABLES = "scan.shard_tables"  # runtime.services key: connection -> {db.name: shard entry}, or None
-
-
 @hookimpl
 def khive_index_sources(runtime: Any) -> Sequence[Any]:
     from packs.scan.index import source_for
-    from packs.scan.shardread import live_shard_tables
 
-    # Other packs (sl.bootstrap) read the shards through the scan's reader, which rebuilds untouched shards
-    # from the run's JSON instead of parsing megabytes of YAML; packs never import each other.
-    runtime.services[SHARD_TABLES] = lambda connection: live_shard_tables(runtime, connection)
     return [source_for(runtime.files, runtime.project, runtime.redactor)]
 
 

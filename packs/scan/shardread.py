@@ -22,7 +22,6 @@ from khive.connections.selection import internal_object
 from khive.project.locate import STATE_DIR
 from khive.project.store import FileStore
 from khive.project.yamldoc import safe_yaml
-from packs.scan.artifacts import cached_run_tables, latest_sync
 from packs.scan.shards import group_entries, read_state, shard_path, text_digest
 
 RunShards = dict[str, tuple[str | None, str, dict[str, dict[str, Any]]]]  # shard path -> (catalog, schema, entries)
@@ -124,12 +123,3 @@ def read_shard_tables(files: FileStore, connection: str, sync_id: str | None,
                                                    "name": name}
     return out
 
-
-def live_shard_tables(runtime: Any, connection: str) -> dict[str, dict[str, Any]] | None:
-    """``read_shard_tables`` of the latest run in a runtime (its caches), or None before any scan."""
-    sync = latest_sync(runtime.project, connection)
-    if sync is None:
-        return None
-    cache: ShardCache = runtime.services.setdefault("scan.shards", {})
-    return read_shard_tables(runtime.files, connection, sync, lambda: cached_run_tables(runtime, connection, sync),
-                             cache)

@@ -30,7 +30,7 @@ from sqlglot import exp
 from khive.connections.selection import internal_object
 from khive.context import Context
 from khive.errors import NotFound, WriteConflict
-from khive.project.yamldoc import plain, safe_yaml
+from khive.project.yamldoc import plain, quick_load, safe_yaml
 from packs.sl.guesses import guess, misread
 from packs.sl.index import known_sources
 from packs.sl.models import NAME_RE, Source
@@ -41,23 +41,20 @@ HEADER = ("# Written by sl.bootstrap from the latest scan. Edit freely: a later 
           "# columns, measures and joins and refreshes descriptions.db; everything else you write is kept.\n")
 TYPE_MAP = {"number": "number", "integer": "number", "timestamp": "time", "date": "time", "time": "time",
             "boolean": "boolean"}
-SHARD_TABLES = "scan.shard_tables"  # the scan pack's shard reader in runtime.services (packs/scan)
 KEY_ORDER = ("name", "descriptions", "table", "sql", "grain", "columns", "measures", "joins", "segments", "usage")
 
 
-def read_shards(runtime: Any, connection: str) -> dict[str, dict[str, Any]]:
-    """``db.name`` -> shard entry of every live table of the connection; server internals a scan recorded
-    before they were left out never become sources. Read by the scan pack's reader when it is loaded (it
-    rebuilds untouched shards from the run: a YAML parse of 10,000 tables takes minutes), else as files."""
-    reader = runtime.services.get(SHARD_TABLES)
-    read = reader(connection) if reader is not None else None
-    if read is not None:
-        return {key: {k: v for k, v in entry.items() if k != "catalog"} for key, entry in read.items()
-                if not entry.get("droppedInSync")}
-    files = runtime.files
+def read_shards(files: Any, connection: str) -> dict[str, dict[str, Any]]:
+    """``db.name`` -> shard entry of every live table of the connection (read as files, not through scan);
+    server internals a scan recorded before they were left out never become sources. libyaml's parser reads
+    them (a pure-Python parse of 10,000 tables takes minutes); what it cannot read goes through the bounded
+    loader, which says why."""
     out: dict[str, dict[str, Any]] = {}
     for path in files.list(f"_schema/{connection}/", suffix=".yaml"):
-        data = safe_yaml().load(files.read_text(path) or "") or {}
+        text = files.read_text(path) or ""
+        data = quick_load(text)
+        if not isinstance(data, dict):
+            data = safe_yaml().load(text) or {}
         for name, entry in (data.get("tables") or {}).items():
             if (isinstance(entry, dict) and not entry.get("droppedInSync")
                     and internal_object(str(data.get("schema")), str(name)) is None):
@@ -328,7 +325,7 @@ def bootstrap_connection(ctx: Context, connection: str) -> dict[str, Any]:
     runtime = ctx.runtime
     dialect = runtime.connection(connection).driver
     files = runtime.files
-    tables = read_shards(runtime, connection)
+    tables = read_shards(files, connection)
     if not tables:
         raise NotFound(f"connection {connection!r} has no scanned tables; run `khive scan {connection}` first",
                        code="scan_missing", details={"connection": connection})
