@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from khive.gcpause import collector_paused
 from khive.hookspecs import EdgeRule
 from khive.index import search as search_mod
 from khive.index.documents import FIELDS, Document, IndexSource, owns, owns_relative
@@ -80,7 +81,8 @@ class RetrievalIndex:
 
     # freshness ------------------------------------------------------------------------------
     def refresh(self) -> RefreshReport:
-        with self._lock, applied(self.limits):  # sources parse files; a warm-up refresh has no request
+        with self._lock, applied(self.limits), collector_paused():  # sources parse files (under the limits of
+            # whoever triggers it) into many acyclic documents (see khive.gcpause)
             changed: set[Path] | None = None
             if self._walked and self._watcher is not None:
                 changed = self._watcher.drain()
