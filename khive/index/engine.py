@@ -227,7 +227,9 @@ class RetrievalIndex:
                 rowid = insert_doc(self.db, source_name, relative, document, self._checked_edges(document))
                 self._store_vectors([rowid], [document])
             return
-        kinds = kinds_of(self.db, sorted({edge.target for document in documents for edge in document.edges}))
+        own = set(ids)  # none of them is indexed (checked above): only the other targets are looked up
+        kinds = kinds_of(self.db, sorted({edge.target for document in documents for edge in document.edges
+                                          if edge.target not in own}))
         edges = []
         for document in documents:  # a target is known once inserted, as one by one
             edges.append(self._checked_edges(document, kinds))
