@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from khive.gcpause import collector_paused
+from khive.gcpause import paused_gc
 from khive.hookspecs import EdgeRule
 from khive.index import search as search_mod
 from khive.index.documents import FIELDS, Document, IndexSource, owns, owns_relative
@@ -81,7 +81,7 @@ class RetrievalIndex:
 
     # freshness ------------------------------------------------------------------------------
     def refresh(self) -> RefreshReport:
-        with self._lock, applied(self.limits), collector_paused():  # sources parse files (under the limits of
+        with self._lock, applied(self.limits), paused_gc():  # sources parse files (under the limits of
             # whoever triggers it) into many acyclic documents (see khive.gcpause)
             changed: set[Path] | None = None
             if self._walked and self._watcher is not None:

@@ -30,7 +30,7 @@ from sqlglot import exp
 from khive.connections.selection import internal_object
 from khive.context import Context
 from khive.errors import NotFound, WriteConflict
-from khive.gcpause import collector_paused
+from khive.gcpause import paused_gc
 from khive.project.yamldoc import plain, quick_load, safe_yaml
 from packs.sl.guesses import guess, misread
 from packs.sl.index import known_sources
@@ -323,7 +323,7 @@ def _put(node: CommentedMap, key: str, value: Any) -> None:
 
 
 def bootstrap_connection(ctx: Context, connection: str) -> dict[str, Any]:
-    with collector_paused():  # thousands of generated sources beside the shards' tables (khive.gcpause)
+    with paused_gc():  # thousands of generated sources beside the shards' tables (khive.gcpause)
         return _bootstrap(ctx, connection)
 
 
