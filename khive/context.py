@@ -20,8 +20,6 @@ MCP_HTTP = "mcp-http"
 WIRE_TRANSPORTS = frozenset({MCP_STDIO, MCP_HTTP})
 
 PRESENTATIONS = ("agent", "verbose", "human")
-# ctx.extra key of the MCP client's sampler (khive.mcp_sampling): here, so a pack reading it does not import mcp
-SAMPLE_KEY = "sample"
 
 
 @dataclass(frozen=True, slots=True)

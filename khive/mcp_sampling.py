@@ -27,7 +27,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from khive.context import SAMPLE_KEY as SAMPLE_KEY  # the key's home; imported from here too
+SAMPLE_KEY = "sample"
 
 
 class Sampler:

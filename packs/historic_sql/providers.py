@@ -18,7 +18,8 @@ from typing import Any
 import anyio
 import orjson
 
-from khive.context import SAMPLE_KEY, Context
+from khive.context import Context
+from khive.mcp_sampling import SAMPLE_KEY
 from packs.historic_sql import digest, evidence
 from packs.historic_sql.catalog import Catalog
 from packs.historic_sql.config import HistoricSqlConfig
