@@ -225,6 +225,7 @@ def main() -> None:
             return timed(lambda: anyio.run(op, project, env, text))
 
         dumps = [pg_dump()]
+        print(orjson.dumps({"partial": {**out, "pg_dump_s": dumps}}).decode(), file=sys.stderr, flush=True)
         phases: dict[str, Any] = {}
         phases["scan_s"], report = run('scan.run(connection="wh")')
         phases["scan_phases_ms"] = report["timings"]
@@ -232,6 +233,8 @@ def main() -> None:
         out["first_search_refs"] = [ref["id"] for ref in found["refs"][:3]]
         index = project / ".khive" / "index.sqlite"
         fts_scan_s, scan_docs = bare_fts(index, tmp / "bare-scan.sqlite", SCAN_KINDS)
+        print(orjson.dumps({"partial": {**out, "phases": phases, "bare_fts5_scan_docs_s": fts_scan_s}}).decode(),
+              file=sys.stderr, flush=True)
         phases["bootstrap_s"], boot = run('sl.bootstrap(connection="wh")')
         out["bootstrap"] = {key: len(boot[key]) for key in ("created", "updated", "unchanged", "skipped", "errors",
                                                             "renamed")}
@@ -247,9 +250,11 @@ def main() -> None:
         out["scan_search_vs_baseline"] = round(scan_search / (baseline["pg_dump_s"] + fts_scan_s), 2)
         out["pipeline_vs_baseline"] = round(pipeline / (baseline["pg_dump_s"] + fts_all_s), 2)
 
+        print(orjson.dumps({"partial": out}).decode(), file=sys.stderr, flush=True)  # a long run's figures so far
         phases["ingest_s"], ingested = run('historic_sql.ingest(connection="wh")')
         out["ingest"] = {"templates": ingested["counts"]["templates"], "tables": ingested["counts"]["tables"],
                          "timings_ms": ingested["timings"]}
+        print(orjson.dumps({"partial": out}).decode(), file=sys.stderr, flush=True)
         first = sizes(project)
         second: dict[str, Any] = {}
         for name, text in (("scan", 'scan.run(connection="wh")'), ("bootstrap", 'sl.bootstrap(connection="wh")'),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -34,6 +35,7 @@ class Document:
     embed_text: str | None = None  # what the vector lane sees; default: title, summary and body
 
 
+@lru_cache(maxsize=65536)  # column names repeat across tables; the split is pure
 def words(name: str) -> str:
     """The words an identifier stands for (``khive.index.morph``): ``customerId`` -> ``customer id``,
     ``salesorderheader`` -> ``salesorderheader sales order header``, ``qty`` -> ``qty quantity``; lets a

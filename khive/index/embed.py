@@ -59,11 +59,20 @@ class HashingEmbedder:
         return slot
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        # Every (row, dimension) cell a token adds its sign to, summed at once: a Python loop per token writing
+        # into numpy cells costs more than the hashing. Sums of +-1 are exact, so rows equal one-by-one ones.
+        cells: list[int] = []
+        signs: list[float] = []
+        known = self._slots
         for row, text in enumerate(texts):
+            base = row * self.dimensions
             for token in tokens(text):
-                dimension, sign = self._slot(token)
-                out[row, dimension] += sign
+                dimension, sign = known.get(token) or self._slot(token)
+                cells.append(base + dimension)
+                signs.append(sign)
+        size = len(texts) * self.dimensions
+        sums = np.bincount(np.array(cells, dtype=np.int64), weights=np.array(signs, dtype=np.float64), minlength=size)
+        out = sums.astype(np.float32).reshape(len(texts), self.dimensions)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out

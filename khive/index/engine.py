@@ -23,11 +23,12 @@ from typing import Any
 import numpy as np
 import orjson
 
+from khive.gcpause import paused_gc
 from khive.index import search as search_mod
 from khive.index.documents import FIELDS, Document, EdgeRule, IndexSource, owns, owns_relative
 from khive.index.embed import Embedder
 from khive.index.scanstat import stat_walk_paths
-from khive.index.store import connect, delete_item_docs, doc_rows, insert_doc
+from khive.index.store import connect, delete_item_docs, doc_rows, existing_ids, insert_doc, insert_new_docs, kinds_of
 from khive.index.watch import ChangeWatcher
 from khive.limits import DEFAULT_LIMITS, Limits, applied
 from khive.project.store import PathOutsideProject, inside
@@ -63,6 +64,12 @@ class RetrievalIndex:
         self.sources = {source.name: source for source in sources}
         self.embedder = embedder
         self.edge_rules = tuple(edge_rules)
+        # (from kind, relation) -> the target kinds the rules allow: the per-edge check of an index build
+        self._allowed: dict[tuple[str, str], frozenset[str]] = {}
+        for rule in self.edge_rules:
+            for kind in rule.from_kinds:
+                key = (kind, rule.relation)
+                self._allowed[key] = self._allowed.get(key, frozenset()) | rule.to_kinds
         self.db = connect(database or self.project / ".khive" / "index.sqlite")
         self._lock = threading.RLock()
         self._watch = watch
@@ -73,7 +80,8 @@ class RetrievalIndex:
 
     # freshness ------------------------------------------------------------------------------
     def refresh(self) -> RefreshReport:
-        with self._lock, applied(self.limits):  # sources parse files; a warm-up refresh has no request
+        with self._lock, applied(self.limits), paused_gc():  # sources parse files (under the limits of
+            # whoever triggers it) into many acyclic documents (see khive.gcpause)
             changed: set[Path] | None = None
             if self._walked and self._watcher is not None:
                 changed = self._watcher.drain()
@@ -195,10 +203,7 @@ class RetrievalIndex:
         error: str | None = None
         try:
             documents = self.sources[source_name].documents(relative, data.decode("utf-8"))
-            for document in documents:
-                edges = self._checked_edges(document)
-                rowid = insert_doc(self.db, source_name, relative, document, edges)
-                self._store_vector(rowid, document)
+            self._insert(source_name, relative, documents)
         except (ValueError, UnicodeDecodeError, EdgeRuleError) as exc:
             error = str(exc)
             report.errors[relative] = error
@@ -213,19 +218,39 @@ class RetrievalIndex:
         self.db.execute("DELETE FROM items WHERE source = ? AND path = ?", (source_name, relative))
         report.removed += 1
 
-    def _store_vector(self, rowid: int, document: Document) -> None:
-        if self.embedder is None:
+    def _insert(self, source_name: str, relative: str, documents: Sequence[Document]) -> None:
+        """One file's documents: checked, then written a table at a time (one by one only when an id clashes)."""
+        ids = [document.id for document in documents]
+        if len(set(ids)) < len(ids) or existing_ids(self.db, ids):
+            for document in documents:  # the newest wins, in file order, as insert_doc replaces
+                rowid = insert_doc(self.db, source_name, relative, document, self._checked_edges(document))
+                self._store_vectors([rowid], [document])
             return
-        text = document.embed_text or " ".join(
+        own = set(ids)  # none of them is indexed (checked above): only the other targets are looked up
+        kinds = kinds_of(self.db, sorted({edge.target for document in documents for edge in document.edges
+                                          if edge.target not in own}))
+        edges = []
+        for document in documents:  # a target is known once inserted, as one by one
+            edges.append(self._checked_edges(document, kinds))
+            kinds[document.id] = document.kind
+        rowids = insert_new_docs(self.db, source_name, relative, documents, edges)
+        self._store_vectors(rowids, documents)
+
+    def _store_vectors(self, rowids: Sequence[int], documents: Sequence[Document]) -> None:
+        if self.embedder is None or not documents:
+            return
+        texts = [document.embed_text or " ".join(
             part for part in (document.title, document.fields.get("summary", ""), document.fields.get("body", ""))
-            if part)
-        vector = self.embedder.embed([text])[0]
-        self.db.execute("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
-                        (rowid, self.embedder.name, vector.astype(np.float32).tobytes()))
+            if part) for document in documents]
+        vectors = self.embedder.embed(texts).astype(np.float32)
+        name = self.embedder.name
+        self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                            [(rowid, name, vector.tobytes()) for rowid, vector in zip(rowids, vectors, strict=True)])
 
     # edges ----------------------------------------------------------------------------------
-    def edge_problems(self, document: Document) -> list[str]:
-        """Why each of ``document``'s edges breaks the declared edge rules (empty: all fine)."""
+    def edge_problems(self, document: Document, kinds: Mapping[str, str] | None = None) -> list[str]:
+        """Why each of ``document``'s edges breaks the declared edge rules (empty: all fine). ``kinds``: the
+        kind of every existing target, when the caller looked them up at once (default: one query per edge)."""
         problems = []
         for edge in document.edges:
             rules = [rule for rule in self.edge_rules if rule.relation == edge.relation]
@@ -239,8 +264,11 @@ class RetrievalIndex:
                 problems.append(f"a {document.kind} document cannot have a {edge.relation!r} edge "
                                 f"(allowed from: {', '.join(allowed)})")
                 continue
-            with self._lock:  # one connection shared by every worker thread
-                target = self.db.execute("SELECT kind FROM docs WHERE id = ?", (edge.target,)).fetchone()
+            if kinds is not None:
+                target = (kinds[edge.target],) if edge.target in kinds else None
+            else:
+                with self._lock:  # one connection shared by every worker thread
+                    target = self.db.execute("SELECT kind FROM docs WHERE id = ?", (edge.target,)).fetchone()
             if target is not None and not any(
                     document.kind in rule.from_kinds and target[0] in rule.to_kinds for rule in rules):
                 allowed = sorted({kind for rule in rules if document.kind in rule.from_kinds for kind in rule.to_kinds})
@@ -248,11 +276,26 @@ class RetrievalIndex:
                                 f"allowed; targets may be: {', '.join(allowed)}")
         return problems
 
-    def _checked_edges(self, document: Document) -> list[tuple[str, str, Any]]:
-        problems = self.edge_problems(document)
+    def _checked_edges(self, document: Document, kinds: Mapping[str, str] | None = None
+                       ) -> list[tuple[str, str, Any]]:
+        if kinds is not None and self._edges_allowed(document, kinds):
+            return [(edge.relation, edge.target, edge.metadata if type(edge.metadata) is dict else dict(edge.metadata))
+                    for edge in document.edges]
+        problems = self.edge_problems(document, kinds)
         if problems:
             raise EdgeRuleError("; ".join(problems))
         return [(edge.relation, edge.target, dict(edge.metadata)) for edge in document.edges]
+
+    def _edges_allowed(self, document: Document, kinds: Mapping[str, str]) -> bool:
+        """Whether every edge of ``document`` keeps the rules (the common case, decided without messages)."""
+        for edge in document.edges:
+            allowed = self._allowed.get((document.kind, edge.relation))
+            if allowed is None:
+                return False
+            target = kinds.get(edge.target)
+            if target is not None and target not in allowed:
+                return False
+        return True
 
     def edges(self, doc_id: str, *, direction: str = "out", relation: str | None = None,
               refresh: bool = True) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +46,13 @@ CREATE TABLE IF NOT EXISTS vectors (
 """
 
 
+@lru_cache(maxsize=4096)
 def scope_token(prefix: str, value: str) -> str:
     """One token per kind or connection (``kxslsource``, ``cxwarehouse``): lets a MATCH intersect with it."""
     return prefix + "".join(ch for ch in value.lower() if ch.isalnum())
 
 
+@lru_cache(maxsize=4096)
 def scope_tokens(kind: str, connection: str | None) -> str:
     return " ".join([scope_token("kx", kind), *([scope_token("cx", connection)] if connection else [])])
 
@@ -92,18 +95,68 @@ def insert_doc(db: sqlite3.Connection, source: str, path: str, doc: Document,
         db.execute("DELETE FROM vectors WHERE doc_rowid = ?", (old[0],))
         db.execute("DELETE FROM edges WHERE source_id = ?", (doc.id,))
         db.execute("DELETE FROM docs WHERE rowid = ?", (old[0],))
-    cursor = db.execute(
-        "INSERT INTO docs (id, kind, connection, title, source, path, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (doc.id, doc.kind, doc.connection, doc.title, source, path, orjson.dumps(dict(doc.metadata)).decode()),
-    )
+    cursor = db.execute(_INSERT_DOC, _doc_row(None, source, path, doc))
     rowid = int(cursor.lastrowid or 0)
-    values = [doc.fields.get(name, "") for name in FIELDS]
-    db.execute(f"INSERT INTO docs_fts (rowid, {', '.join(FIELDS)}, scope) "
-               f"VALUES (?, {', '.join('?' * len(FIELDS))}, ?)",
-               (rowid, *values, scope_tokens(doc.kind, doc.connection)))
-    db.executemany("INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?)",
-                   [(doc.id, relation, target, orjson.dumps(meta).decode()) for relation, target, meta in edges])
+    db.execute(_INSERT_FTS, _fts_row(rowid, doc))
+    db.executemany(_INSERT_EDGE, _edge_rows(doc.id, edges))
     return rowid
+
+
+def insert_new_docs(db: sqlite3.Connection, source: str, path: str, docs: Sequence[Document],
+                    edges: Sequence[Iterable[tuple[str, str, Any]]]) -> list[int]:
+    """Insert documents whose ids are in neither the index nor twice in ``docs``, one statement per table.
+
+    The rowids are the ones ``insert_doc`` one by one would get (SQLite gives a new row max(rowid) + 1).
+    """
+    first = int(db.execute("SELECT coalesce(max(rowid), 0) FROM docs").fetchone()[0]) + 1
+    rowids = list(range(first, first + len(docs)))
+    db.executemany(_INSERT_DOC, [_doc_row(rowid, source, path, doc) for rowid, doc in zip(rowids, docs, strict=True)])
+    db.executemany(_INSERT_FTS, [_fts_row(rowid, doc) for rowid, doc in zip(rowids, docs, strict=True)])
+    db.executemany(_INSERT_EDGE, [row for doc, doc_edges in zip(docs, edges, strict=True)
+                                  for row in _edge_rows(doc.id, doc_edges)])
+    return rowids
+
+
+def existing_ids(db: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
+    """Which of ``ids`` the index holds, in chunks under SQLite's bound-parameter limit."""
+    found: set[str] = set()
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start:start + _CHUNK]
+        found.update(str(r[0]) for r in db.execute(
+            f"SELECT id FROM docs WHERE id IN ({', '.join('?' * len(chunk))})", tuple(chunk)))
+    return found
+
+
+def kinds_of(db: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str]:
+    """doc id -> kind of those of ``ids`` the index holds."""
+    found: dict[str, str] = {}
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start:start + _CHUNK]
+        found.update((str(r[0]), str(r[1])) for r in db.execute(
+            f"SELECT id, kind FROM docs WHERE id IN ({', '.join('?' * len(chunk))})", tuple(chunk)))
+    return found
+
+
+_CHUNK = 500
+_INSERT_DOC = ("INSERT INTO docs (rowid, id, kind, connection, title, source, path, metadata) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+_INSERT_FTS = (f"INSERT INTO docs_fts (rowid, {', '.join(FIELDS)}, scope) "
+               f"VALUES (?, {', '.join('?' * len(FIELDS))}, ?)")
+_INSERT_EDGE = "INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?)"
+
+
+def _doc_row(rowid: int | None, source: str, path: str, doc: Document) -> tuple[Any, ...]:
+    metadata = doc.metadata if type(doc.metadata) is dict else dict(doc.metadata)
+    return (rowid, doc.id, doc.kind, doc.connection, doc.title, source, path, orjson.dumps(metadata).decode())
+
+
+def _fts_row(rowid: int, doc: Document) -> tuple[Any, ...]:
+    return (rowid, *[doc.fields.get(name, "") for name in FIELDS], scope_tokens(doc.kind, doc.connection))
+
+
+def _edge_rows(doc_id: str, edges: Iterable[tuple[str, str, Any]]) -> list[tuple[str, str, str, str]]:
+    return [(doc_id, relation, target, orjson.dumps(meta).decode() if meta else "{}")
+            for relation, target, meta in edges]
 
 
 def doc_rows(db: sqlite3.Connection, where: str = "", params: Sequence[Any] = ()) -> list[dict[str, Any]]:

@@ -30,7 +30,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 
 from khive.project.store import FileStore
-from khive.project.yamldoc import safe_yaml, schema_shard_yaml, semantic_layer_yaml
+from khive.project.yamldoc import quick_load, safe_yaml, schema_shard_yaml, semantic_layer_yaml
 from packs.historic_sql.projmemo import ProjectionMemo, fingerprint, text_hash
 
 MANAGED = ("narrative", "frequencyTier", "commonFilters", "commonGroupBys", "commonJoins", "staleSince")
@@ -61,9 +61,15 @@ class Stale:
         return _match(table, {}, set(self.seen), _by_name(self.seen)) or table
 
 
-def _edit(yaml: YAML, text: str | None, *, change: Callable[[CommentedMap], bool]) -> str | None:
-    """The new text when ``change`` edited the loaded document, else the text unchanged."""
+def _edit(yaml: YAML, text: str | None, *, change: Callable[[dict[str, Any]], bool]) -> str | None:
+    """The new text when ``change`` edited the loaded document, else the text unchanged.
+
+    ``change`` runs first on plain data read by libyaml: a file it leaves alone (most sources and shards of a
+    big warehouse: the log names a few tables) is never loaded round-trip. The round-trip load is for edits."""
     if not text:
+        return text
+    quick = quick_load(text)
+    if isinstance(quick, dict) and not change(quick):
         return text
     document = yaml.load(text)
     if not isinstance(document, CommentedMap) or not change(document):
@@ -73,15 +79,15 @@ def _edit(yaml: YAML, text: str | None, *, change: Callable[[CommentedMap], bool
     return stream.getvalue()
 
 
-def merge_usage(entry: CommentedMap, fresh: Usage | None, present: bool, stale_since: str) -> bool:
-    """Apply one table's usage (or its absence: then it went stale at ``stale_since``) to ``entry``; True when
-    something changed."""
+def merge_usage(entry: dict[str, Any], fresh: Usage | None, present: bool, stale_since: str) -> bool:
+    """Apply one table's usage (or its absence: then it went stale at ``stale_since``) to ``entry``, round-trip
+    or plain; True when something changed."""
     current = entry.get("usage")
     if fresh is not None:
-        block = current if isinstance(current, CommentedMap) else CommentedMap()
+        block = current if isinstance(current, dict) else CommentedMap()
         before = {key: block.get(key) for key in MANAGED}
         wanted = {key: fresh.get(key) for key in MANAGED if fresh.get(key) not in (None, [], "")}
-        if {k: v for k, v in before.items() if v is not None} == wanted and isinstance(current, CommentedMap):
+        if {k: v for k, v in before.items() if v is not None} == wanted and isinstance(current, dict):
             return False
         for key in MANAGED:
             if key in wanted:
@@ -90,7 +96,7 @@ def merge_usage(entry: CommentedMap, fresh: Usage | None, present: bool, stale_s
                 block.pop(key, None)
         entry["usage"] = block
         return True
-    if not isinstance(current, CommentedMap):
+    if not isinstance(current, dict):
         return False
     ours = [key for key in MANAGED if key != "staleSince" and key in current]
     if present:  # staged but not digested yet (an agent's unit): it is not stale
@@ -128,18 +134,18 @@ def project_shards(files: FileStore, connection: str, usages: Mapping[str, Usage
     return changed
 
 
-def _merge_shard(document: CommentedMap, *, usages: Mapping[str, Usage], present: set[str], stale: Stale,
+def _merge_shard(document: dict[str, Any], *, usages: Mapping[str, Usage], present: set[str], stale: Stale,
                  entries: list[list[Any]]) -> bool:
     """Merge into one shard document; ``entries`` gets each table's candidate keys and liveness, all the
     merge read from the document besides the usage blocks it rewrites."""
     entries.clear()
     tables = document.get("tables")
-    if not isinstance(tables, CommentedMap):
+    if not isinstance(tables, dict):
         return False
     schema, catalog = document.get("schema"), document.get("catalog")
     edited = False
     for name, entry in tables.items():
-        if not isinstance(entry, CommentedMap):
+        if not isinstance(entry, dict):
             continue
         keys = [f"{schema}.{name}", f"{catalog}.{schema}.{name}"]
         key = next((k for k in keys if k in usages or k in present), keys[0])
@@ -174,7 +180,7 @@ def project_sources(files: FileStore, connection: str, usages: Mapping[str, Usag
     return changed
 
 
-def _merge_source(document: CommentedMap, *, usages: Mapping[str, Usage], present: set[str],
+def _merge_source(document: dict[str, Any], *, usages: Mapping[str, Usage], present: set[str],
                   by_name: dict[str, list[str]], stale: Stale, seen: list[str | None]) -> bool:
     table = document.get("table")
     if not isinstance(table, str):
@@ -219,10 +225,13 @@ def sl_sources_by_table(files: FileStore, connection: str, tables: set[str]) -> 
     out: dict[str, list[str]] = {}
     yaml = safe_yaml()
     for path in files.list(f"semantic-layer/{connection}/", suffix=".yaml"):
-        try:
-            data = yaml.load(files.read_text(path) or "") or {}
-        except Exception:
-            continue
+        text = files.read_text(path) or ""
+        data = quick_load(text)  # two top-level keys of thousands of files: libyaml's parser
+        if data is None:
+            try:
+                data = yaml.load(text) or {}
+            except Exception:
+                continue
         if not isinstance(data, dict):
             continue
         table, name = data.get("table"), data.get("name")

@@ -18,7 +18,7 @@ from khive.index.documents import Document, Edge, FileSource, dedupe_edges, word
 from khive.project.store import FileStore
 from khive.redact import Redactor
 from packs.scan.artifacts import latest_sync, read_run_tables, redacted_at_scan
-from packs.scan.shardread import ShardReader
+from packs.scan.shardread import RunShards, ShardReader, run_shards
 
 TABLE, COLUMN = "table", "column"
 EDGE_RULES = (
@@ -47,6 +47,7 @@ def source_for(files: FileStore, project: Path, redactor: Redactor) -> FileSourc
     (``ShardReader``), so the first search after a scan of 1,000 tables does not wait for a YAML parse.
     Server internals an older scan recorded are not indexed, and samples are redacted again (ADR 0035)."""
     runs: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}  # the latest run's tables, one kept
+    shards: dict[tuple[str, str], RunShards] = {}  # and its entries by shard, one kept
 
     def parse(path: str, text: str) -> Sequence[Document]:
         connection = path.split("/")[1] if path.count("/") >= 2 else ""
@@ -59,8 +60,16 @@ def source_for(files: FileStore, project: Path, redactor: Redactor) -> FileSourc
                 runs[(connection, sync)] = read_run_tables(project, connection, sync)
             return runs[(connection, sync)]
 
+        def from_run() -> RunShards | None:
+            if sync is None:
+                return None
+            if (connection, sync) not in shards:
+                shards.clear()
+                shards[(connection, sync)] = run_shards(connection, run_tables())
+            return shards[(connection, sync)]
+
         try:
-            data = ShardReader(files, connection, sync, run_tables).document(path, text.encode("utf-8"))
+            data = ShardReader(files, connection, sync, run_tables, from_run()).document(path, text.encode("utf-8"))
         except YAMLError as exc:
             raise ValueError(f"{path}: invalid YAML: {exc}") from None
         # a rescan rewrites every shard's samples: after a scan that redacted, there is nothing left to redact

@@ -24,18 +24,28 @@ from khive.project.store import FileStore
 from khive.project.yamldoc import safe_yaml
 from packs.scan.shards import group_entries, read_state, shard_path, text_digest
 
+RunShards = dict[str, tuple[str | None, str, dict[str, dict[str, Any]]]]  # shard path -> (catalog, schema, entries)
+
+
+def run_shards(connection: str, tables: dict[str, dict[str, Any]]) -> RunShards:
+    """A run's tables as the shards the scan rendered from them."""
+    grouped = group_entries(tables.values())
+    return {shard_path(connection, c, s): (c, s, e) for (c, s), e in grouped.items()}
+
 
 class ShardReader:
     """Shards of one connection as of ``sync_id`` (the latest run, or None before any)."""
 
     def __init__(self, files: FileStore, connection: str, sync_id: str | None,
-                 run_tables: Callable[[], dict[str, dict[str, Any]]]) -> None:
+                 run_tables: Callable[[], dict[str, dict[str, Any]]], run_shards: RunShards | None = None) -> None:
+        """``run_shards``: the run's entries by shard path, when the caller keeps them across readers (a run
+        never changes, and grouping 10,000 tables costs more than reading one shard)."""
         self.files = files
         self.connection = connection
         self.sync_id = sync_id
         self._run_tables = run_tables
         self._state = read_state(files, connection)
-        self._from_run: dict[str, tuple[str | None, str, dict[str, dict[str, Any]]]] | None = None
+        self._from_run = run_shards
 
     def document(self, path: str, raw: bytes) -> dict[str, Any]:
         """The shard's document: ``{connection, catalog, schema, tables}`` as a YAML load would give it."""
@@ -43,8 +53,7 @@ class ShardReader:
         known = self._state.get(path, {})
         if self.sync_id is not None and known.get("syncId") == self.sync_id and known.get("text") == digest:
             if self._from_run is None:
-                grouped = group_entries(self._run_tables().values())
-                self._from_run = {shard_path(self.connection, c, s): (c, s, e) for (c, s), e in grouped.items()}
+                self._from_run = run_shards(self.connection, self._run_tables())
             catalog, schema, entries = self._from_run.get(path, (None, "", {}))
             return {"connection": self.connection, "catalog": catalog, "schema": schema, "tables": entries}
         return self._parsed(path, raw, digest)
@@ -113,3 +122,4 @@ def read_shard_tables(files: FileStore, connection: str, sync_id: str | None,
             out[f"{data.get('schema')}.{name}"] = {**entry, "catalog": data.get("catalog"), "db": data.get("schema"),
                                                    "name": name}
     return out
+

@@ -30,7 +30,8 @@ from sqlglot import exp
 from khive.connections.selection import internal_object
 from khive.context import Context
 from khive.errors import NotFound, WriteConflict
-from khive.project.yamldoc import plain, safe_yaml
+from khive.gcpause import paused_gc
+from khive.project.yamldoc import plain, quick_load, safe_yaml
 from packs.sl.guesses import guess, misread
 from packs.sl.index import known_sources
 from packs.sl.models import NAME_RE, Source
@@ -50,10 +51,15 @@ KEY_ORDER = ("name", "descriptions", "table", "sql", "grain", "columns", "measur
 
 def read_shards(files: FileStore, connection: str) -> dict[str, dict[str, Any]]:
     """``db.name`` -> shard entry of every live table of the connection (read as files, not through scan);
-    server internals a scan recorded before they were left out never become sources."""
+    server internals a scan recorded before they were left out never become sources. libyaml's parser reads
+    them (a pure-Python parse of 10,000 tables takes minutes); what it cannot read goes through the bounded
+    loader, which says why."""
     out: dict[str, dict[str, Any]] = {}
     for path in files.list(f"_schema/{connection}/", suffix=".yaml"):
-        data = safe_yaml().load(files.read_text(path) or "") or {}
+        text = files.read_text(path) or ""
+        data = quick_load(text)
+        if not isinstance(data, dict):
+            data = safe_yaml().load(text) or {}
         for name, entry in (data.get("tables") or {}).items():
             if (isinstance(entry, dict) and not entry.get("droppedInSync")
                     and internal_object(str(data.get("schema")), str(name)) is None):
@@ -83,12 +89,14 @@ class _Existing:
         self.by_table: dict[str, list[str]] = {}
         self.broken: dict[str, list[str]] = {}
         self.data: dict[str, Any] = {}  # each valid file's content as plain data
+        self.sources: dict[str, Source] = {}  # and as the model
         for _, name, path in list_sources(files, connection):
             text = files.read_text(path) or ""
             self.texts[name], self.paths[name] = text, path
             source, problems, data = check_model(text, path)
             if source is not None:
                 self.data[name] = plain(data)
+                self.sources[name] = source
             table = source.table if source else (data.get("table") if isinstance(data, Mapping) else None)
             if source is None:
                 self.broken[name] = [str(p) for p in problems]
@@ -319,6 +327,11 @@ def _put(node: CommentedMap, key: str, value: Any) -> None:
 
 
 def bootstrap_connection(ctx: Context, connection: str) -> dict[str, Any]:
+    with paused_gc():  # thousands of generated sources beside the shards' tables (khive.gcpause)
+        return _bootstrap(ctx, connection)
+
+
+def _bootstrap(ctx: Context, connection: str) -> dict[str, Any]:
     runtime = ctx.runtime
     dialect = runtime.connection(connection).driver
     files = runtime.files
@@ -362,7 +375,7 @@ def bootstrap_connection(ctx: Context, connection: str) -> dict[str, Any]:
         before = plain(document)
         merge(document, data)
         planned[name] = (existing.paths[name], old, old if plain(document) == before else dump_yaml(document))
-    report = _write_plan(ctx, connection, dialect, planned, known, tables, skipped, notes)
+    report = _write_plan(ctx, connection, dialect, planned, known, tables, skipped, notes, existing.sources)
     return {**report, "renamed": renamed}
 
 
@@ -379,20 +392,26 @@ def _other_tables(index: RetrievalIndex, connection: str) -> dict[str, list[str]
 
 def _write_plan(ctx: Context, connection: str, dialect: str, planned: dict[str, tuple[str, str | None, str]],
                 known: dict[str, Known], tables: Mapping[str, Any], skipped: list[dict[str, Any]],
-                notes: list[str]) -> dict[str, Any]:
+                notes: list[str], unchanged: Mapping[str, Source]) -> dict[str, Any]:
+    """``unchanged``: the model of each existing file as read before the plan (an unchanged one is not read again)."""
     context = dict(known)
-    for name, (path, _, text) in planned.items():
-        source, _, _ = check_model(text, path)
+    parsed = {}  # each text read once: for the context here, then for its own check below
+    for name, (path, old, text) in planned.items():
+        if old is not None and text == old:
+            source = unchanged.get(name) or check_model(text, path)[0]
+        else:
+            parsed[name] = check_model(text, path)
+            source = parsed[name][0]
         if isinstance(source, Source):
             context[name] = Known.of(connection, source)
     report: dict[str, Any] = {"connectionId": connection, "tables": len(tables), "created": [], "updated": [],
                               "unchanged": [], "skipped": skipped, "errors": [], "notes": notes}
     files = ctx.runtime.files
-    for _name, (path, old, text) in sorted(planned.items()):
+    for name, (path, old, text) in sorted(planned.items()):
         if old is not None and text == old:
             report["unchanged"].append(path)
             continue
-        problems = errors(check_text(text, path, dialect=dialect, known=context)[1])
+        problems = errors(check_text(text, path, dialect=dialect, known=context, parsed=parsed[name])[1])
         if problems:
             report["errors"].append({"path": path, "problems": [p.to_dict() for p in problems]})
             continue

@@ -111,10 +111,11 @@ def check_model(text: str, path: str) -> tuple[Source | None, list[Problem], Any
         return None, [_model_problem(path, data, error) for error in exc.errors(include_url=False)], data
 
 
-def check_text(text: str, path: str, *, dialect: str | None, known: Mapping[str, Known]
-               ) -> tuple[Source | None, list[Problem]]:
-    """Every problem of a source file's text; ``known`` maps source names of the project to what they declare."""
-    source, problems, data = check_model(text, path)
+def check_text(text: str, path: str, *, dialect: str | None, known: Mapping[str, Known],
+               parsed: tuple[Source | None, list[Problem], Any] | None = None) -> tuple[Source | None, list[Problem]]:
+    """Every problem of a source file's text; ``known`` maps source names of the project to what they declare;
+    ``parsed``: what ``check_model`` of this text gave, when the caller has it (not read again)."""
+    source, problems, data = parsed if parsed is not None else check_model(text, path)
     if source is None:
         return None, problems
     problems = _references(path, data, source, dialect, known)

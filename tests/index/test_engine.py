@@ -179,3 +179,67 @@ def test_fts_query_never_leaks_syntax(index: RetrievalIndex) -> None:
     for query in ['"', "AND OR NOT", "apples*", "note:n1", "(", "NEAR(a b)"]:
         index.search(query)  # no sqlite3.OperationalError
     assert index.search("   ") == []
+
+
+def many_docs(path: str, text: str) -> Sequence[Document]:
+    """A file of several documents (as a scan shard is): ``id kind [->target]`` per line."""
+    docs = []
+    for line in text.splitlines():
+        doc_id, kind, *rest = line.split()
+        edges = [Edge("mentions", rest[0][2:])] if rest else []
+        docs.append(Document(id=doc_id, kind=kind, title=doc_id, fields={"name": doc_id.replace(":", " ")},
+                             edges=edges))
+    return docs
+
+
+def many_index(project: Path, rules: Sequence[EdgeRule]) -> RetrievalIndex:
+    return RetrievalIndex(project, [FileSource("many", ("many",), (".txt",), many_docs)],
+                          embedder=HashingEmbedder(64), edge_rules=rules, watch=False)
+
+
+def test_a_file_of_many_documents_is_checked_in_file_order(tmp_path: Path) -> None:
+    (tmp_path / "many").mkdir()
+    # t:b points at c:x, a later document of the same file: a target not indexed yet is not checked,
+    # one indexed earlier in the file is (t:a -> t:b with a rule allowing only columns as targets)
+    (tmp_path / "many" / "one.txt").write_text("t:b table ->c:x\nc:x column\nt:a table ->t:b\n")
+    rules = (EdgeRule("mentions", frozenset({"table"}), frozenset({"column"})),)
+    idx = many_index(tmp_path, rules)
+    try:
+        report = idx.refresh()
+        assert "from t:a to t:b (table) is not allowed" in report.errors["many/one.txt"]
+        assert idx.count() == 0  # a bad file leaves none of its documents
+        (tmp_path / "many" / "one.txt").write_text("t:b table ->c:x\nc:x column\nt:a table ->c:x\n")
+        assert idx.refresh().errors == {}
+        assert idx.edges("t:b") == [{"id": "c:x", "relation": "mentions"}]
+        assert idx.edges("c:x", direction="in") == [{"id": "t:a", "relation": "mentions"},
+                                                    {"id": "t:b", "relation": "mentions"}]
+        assert idx.search("x", limit=5)[0].id == "c:x"
+    finally:
+        idx.close()
+
+
+def test_a_document_id_in_two_files_is_the_newest_files(tmp_path: Path) -> None:
+    (tmp_path / "many").mkdir()
+    rules = (EdgeRule("mentions", frozenset({"table"}), frozenset({"table", "column"})),)
+    (tmp_path / "many" / "a.txt").write_text("t:a table\nc:shared column\n")
+    idx = many_index(tmp_path, rules)
+    try:
+        idx.refresh()
+        (tmp_path / "many" / "b.txt").write_text("t:b table ->c:shared\nc:shared table\nc:shared column\n")
+        assert idx.refresh().errors == {}
+        shared = idx.get("c:shared")
+        assert shared is not None and shared["path"] == "many/b.txt" and shared["kind"] == "column"
+        assert idx.count() == 3
+        assert {hit.id for hit in idx.search("shared", limit=5)} == {"c:shared"}
+    finally:
+        idx.close()
+
+
+def test_hashing_embedder_rows_do_not_depend_on_the_batch() -> None:
+    embedder = HashingEmbedder(32)
+    texts = ["orders by region", "", "qty qty qty", "customer_id customer id", "a"]
+    together = embedder.embed(texts)
+    assert together.shape == (5, 32) and together.dtype == np.float32
+    for row, text in enumerate(texts):
+        assert np.array_equal(together[row], embedder.embed([text])[0])
+    assert embedder.embed([]).shape == (0, 32)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -220,3 +221,27 @@ def test_bootstrap_from_postgres(tmp_path: Path, pg_database: str) -> None:
     assert [m["name"] for m in orders["measures"]] == ["orders_count", "sum_total"]
     hit = found["hits"][0]
     assert (hit["table"], hit["column"], hit["sources"]) == ("shop.orders", "status", ["orders"])
+
+
+def test_bootstrap_reads_what_people_write_in_shards(tmp_path: Path) -> None:
+    """Shards are read with libyaml's parser (the bounded loader only for what it cannot read): a comment-only
+    edit gives the same sources, a hand edit is seen."""
+    from sl_shop import build_shop
+
+    root = tmp_path / "proj"
+    configure(root, "  shop:\n    driver: sqlite\n    path: shop.sqlite\n")
+    build_shop(root / "shop.sqlite")
+    run_ops(root, {}, 'scan.run(connection="shop")')
+    edits = {"untouched": lambda text: text, "comment": lambda text: "# reviewed by ann\n" + text,
+             "dropped": lambda text: text.replace("\n  returns:\n", "\n  returns:\n    droppedInSync: by-hand\n", 1)}
+    written = {}
+    for name, edit in edits.items():
+        copy = tmp_path / name
+        shutil.copytree(root, copy)
+        shard = next((copy / "_schema" / "shop").glob("*.yaml"))
+        shard.write_text(edit(shard.read_text()))
+        (report,) = run_ops(copy, {}, 'sl.bootstrap(connection="shop")')
+        assert report["errors"] == []
+        written[name] = {p.name: p.read_bytes() for p in sources_dir(copy).glob("*.yaml")}
+    assert written["comment"] == written["untouched"] and "returns.yaml" in written["untouched"]
+    assert sorted(written["dropped"]) == sorted(set(written["untouched"]) - {"returns.yaml"})
