@@ -408,9 +408,6 @@ def _is_loopback(host: str) -> bool:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import anyio
-    import uvicorn
-
     from khive.envref import resolve
     from khive.mcp_server import http_app
 
@@ -437,15 +434,23 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"khive: serving the site on http://{args.host}:{args.port}/site/ (same bearer token)",
               file=sys.stderr, flush=True)
     print(f"khive: serving MCP on http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
+    run_app(app, runtime, host=args.host, port=args.port)
+    return EXIT_OK
+
+
+def run_app(app: Any, runtime: Runtime, *, host: str, port: int) -> None:
+    """Serve an ASGI app until stopped, then close the runtime."""
+    import anyio
+    import uvicorn
+
     # uvicorn re-raises SIGTERM with the default handler after its graceful shutdown, which would skip
     # closing the runtime; exiting through SystemExit runs the finally block instead.
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        uvicorn.run(app, host=host, port=port, log_level="warning")
     finally:
         signal.signal(signal.SIGTERM, previous)
         anyio.run(runtime.aclose)
-    return EXIT_OK
 
 
 def _audit(args: argparse.Namespace) -> int:

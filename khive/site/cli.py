@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -58,11 +57,8 @@ def build_handler(args: argparse.Namespace) -> int:
 
 
 def serve_handler(args: argparse.Namespace) -> int:
-    import anyio
-    import uvicorn
-
     from khive.bootstrap import locate_project, open_runtime
-    from khive.cli.app import EXIT_USAGE, _is_loopback
+    from khive.cli.app import EXIT_USAGE, _is_loopback, run_app
     from khive.site.server import site_app
 
     if not _is_loopback(args.host):
@@ -75,10 +71,5 @@ def serve_handler(args: argparse.Namespace) -> int:
     app = site_app(runtime, tokens={token: "operator"}, operator=True)
     print(f"khive: serving the site of {project.name}; open http://{args.host}:{args.port}/?token={token}",
           file=sys.stderr, flush=True)
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        anyio.run(runtime.aclose)
+    run_app(app, runtime, host=args.host, port=args.port)
     return 0
