@@ -33,8 +33,8 @@ from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.hookspecs import PackInfo, hookimpl
 from khive.project.config import KhiveConfig
-from khive.scaffold import init_project
 from khive.runtime import build_runtime
+from khive.scaffold import init_project
 from khive.threads import run_blocking
 from khive.verbs import Params, Verb
 

@@ -57,8 +57,8 @@ from khive.dsl import parse
 from khive.index.engine import RetrievalIndex
 from khive.index.scanstat import stat_walk
 from khive.index.search import fts_query
-from khive.scaffold import init_project
 from khive.runtime import Runtime
+from khive.scaffold import init_project
 
 SEED = 20240611
 ENV = {"KHIVE_PACKS": "core,wiki"}

@@ -56,8 +56,8 @@ from khive.bootstrap import open_runtime  # noqa: E402
 from khive.context import CLI, Context  # noqa: E402
 from khive.dispatch import dispatch  # noqa: E402
 from khive.dsl import parse  # noqa: E402
-from khive.scaffold import init_project  # noqa: E402
 from khive.runtime import Runtime  # noqa: E402
+from khive.scaffold import init_project  # noqa: E402
 
 SEED = 20240611
 PRINCIPAL = "operator:bench"

@@ -27,8 +27,8 @@ from khive.context import CLI, MCP_STDIO, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.project.config import KhiveConfig
-from khive.scaffold import init_project
 from khive.runtime import Runtime, build_runtime
+from khive.scaffold import init_project
 
 T = TypeVar("T")
 PG_TABLE = "khive_audit_events"

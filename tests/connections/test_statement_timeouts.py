@@ -14,8 +14,8 @@ from khive.bootstrap import open_runtime
 from khive.context import Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
-from khive.scaffold import init_project
 from khive.runtime import Runtime
+from khive.scaffold import init_project
 
 pytestmark = pytest.mark.anyio
 

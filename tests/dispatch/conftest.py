@@ -11,8 +11,8 @@ from khive.context import CLI, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.project.config import KhiveConfig
-from khive.scaffold import init_project
 from khive.runtime import Runtime, build_runtime
+from khive.scaffold import init_project
 
 
 @pytest.fixture

@@ -25,8 +25,8 @@ from khive.context import CLI, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.errors import DslSyntaxError
-from khive.scaffold import init_project
 from khive.runtime import Runtime
+from khive.scaffold import init_project
 
 TEXT = ["", " ", "\0", "a\0b", "..", "../x", "../../etc/passwd", "/etc/passwd", "/nonexistent/x", ".", "-",
         "x" * 10_000, "ü" * 300, "é∂🙂", "a/b/../c", "a\\b", "a\nb", "%s%n", "'", '"', "*", "[", "SELECT 1 ?",

@@ -12,8 +12,8 @@ from mcp_helpers import CLIENT_NAME, ProgressPack, ServeProcess, start_serve
 
 from khive.bootstrap import open_runtime
 from khive.mcp_server import build_server
-from khive.scaffold import init_project
 from khive.runtime import Runtime
+from khive.scaffold import init_project
 
 
 @pytest.fixture

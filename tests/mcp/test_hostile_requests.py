@@ -158,7 +158,8 @@ HOSTILE_TEXT = st.sampled_from([
 ])
 SCALARS = st.one_of(
     st.none(), st.booleans(),
-    st.integers(), st.integers(min_value=2**63 - 2, max_value=2**70), st.integers(min_value=-(2**70), max_value=-(2**63) + 2),
+    st.integers(), st.integers(min_value=2**63 - 2, max_value=2**70),
+    st.integers(min_value=-(2**70), max_value=-(2**63) + 2),
     st.floats(allow_nan=False, allow_infinity=False), st.sampled_from([1e308, -1e-308, 0.0, -0.0]),
     st.text(max_size=40), HOSTILE_TEXT,
 )
@@ -188,7 +189,8 @@ def ops(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
 
 def render_dsl(verb: str, args: dict[str, Any]) -> str:
     """DSL arguments are JSON values; ASCII escapes keep the MCP client's own JSON valid."""
-    return f"{verb}(" + ", ".join(f"{name}={json.dumps(value, ensure_ascii=True)}" for name, value in args.items()) + ")"
+    rendered = (f"{name}={json.dumps(value, ensure_ascii=True)}" for name, value in args.items())
+    return f"{verb}(" + ", ".join(rendered) + ")"
 
 
 @st.composite

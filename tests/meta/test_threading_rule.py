@@ -36,9 +36,9 @@ from khive.dsl import parse
 from khive.hookspecs import PackInfo, hookimpl
 from khive.index.engine import RetrievalIndex
 from khive.plugins import build_plugin_manager, collect_verbs
-from khive.scaffold import init_project
 from khive.project.store import FileStore
 from khive.runtime import Runtime
+from khive.scaffold import init_project
 from khive.verbs import Params, Verb
 
 # Async handlers: each needs the event loop itself, and runs every blocking step through ctx.run_blocking.

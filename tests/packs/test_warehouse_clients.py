@@ -41,8 +41,8 @@ from khive.connections.snowflake import SnowflakeDriver
 from khive.context import CLI, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
-from khive.scaffold import init_project
 from khive.runtime import Runtime
+from khive.scaffold import init_project
 from packs.historic_sql.config import HistoricSqlConfig
 from packs.historic_sql.readers import bigquery as bq_history
 from packs.historic_sql.readers import snowflake as sf_history

@@ -17,8 +17,8 @@ from khive.bootstrap import open_runtime
 from khive.context import CLI, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
-from khive.scaffold import init_project
 from khive.runtime import Runtime
+from khive.scaffold import init_project
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 

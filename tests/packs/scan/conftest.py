@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from khive.bootstrap import open_runtime
-from khive.scaffold import init_project
 from khive.runtime import Runtime
+from khive.scaffold import init_project
 
 SHOP_DDL = """
 CREATE TABLE categories (id INTEGER PRIMARY KEY, name TEXT NOT NULL);

@@ -23,8 +23,8 @@ from khive.connections.selection import choose_tables
 from khive.context import CLI, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
-from khive.scaffold import init_project
 from khive.runtime import Runtime
+from khive.scaffold import init_project
 
 pytestmark = pytest.mark.anyio
 PACKS = "core,scan,sl,discover"

@@ -21,9 +21,9 @@ from khive.errors import OpError
 from khive.hookspecs import PackInfo, hookimpl
 from khive.plugins import available_packs
 from khive.project.config import KhiveConfig
-from khive.scaffold import init_project
 from khive.project.store import FileStore
 from khive.runtime import Runtime, build_runtime
+from khive.scaffold import init_project
 from khive.verbs import Verb
 from packs.sl.dbt_filters import FilterScope, Untranslatable, translate
 from packs.sl.dbt_verbs import DBT_VERBS, ImportParams, import_dbt, run_import

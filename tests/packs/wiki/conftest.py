@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from khive.bootstrap import open_runtime
-from khive.scaffold import init_project
 from khive.runtime import Runtime
+from khive.scaffold import init_project
 
 
 @pytest.fixture
