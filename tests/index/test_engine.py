@@ -283,3 +283,19 @@ def test_the_vector_lane_scores_a_kind_as_it_scores_all(tmp_path: Path) -> None:
         assert vector_scores(both) == {doc: score for doc, score in all_scores.items() if kind_of[doc] != "beta"}
     finally:
         index.close()
+
+
+def test_equal_vector_scores_rank_in_index_order_across_kinds(tmp_path: Path) -> None:
+    """Documents of alternating kinds with the same text tie in the vector lane: they rank in the order the
+    index took them (file order), whatever their kinds."""
+    (tmp_path / "many").mkdir()
+    lines = [f"doc:n{n} {('beta', 'alpha', 'gamma')[n % 3]} pear plum" for n in range(9)]
+    (tmp_path / "many" / "f.txt").write_text("\n".join(lines))
+    index = RetrievalIndex(tmp_path, [FileSource("many", ("many",), (".txt",), kind_docs)],
+                           embedder=HashingEmbedder(64), watch=False)
+    try:
+        hits = index.search("pear plum", limit=20)
+        by_rank = sorted((hit.lanes["vector"]["rank"], hit.id) for hit in hits if "vector" in hit.lanes)
+        assert [doc for _rank, doc in by_rank] == [f"doc:n{n}" for n in range(9)]
+    finally:
+        index.close()
