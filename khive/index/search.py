@@ -29,12 +29,14 @@ _META_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 @dataclass(frozen=True)
 class VectorTable:
-    """Every stored vector as one matrix, with each row's document rowid and kind (rebuilt on change)."""
+    """Every stored vector as one matrix, with each row's document rowid and kind (rebuilt on change). The
+    rows are grouped by kind, so a kind's block is a contiguous view of the matrix."""
 
     matrix: np.ndarray[Any, Any]
     rowids: list[int]
     kind_rows: dict[str, np.ndarray[Any, Any]]  # kind -> row positions
-    kind_blocks: dict[str, np.ndarray[Any, Any]]  # kind -> its rows as one contiguous matrix (copied once)
+    kind_blocks: dict[str, np.ndarray[Any, Any]]  # kind -> its rows as one contiguous matrix (a view)
+    rowid_array: np.ndarray[Any, Any]  # ``rowids`` as int64: equal scores rank in rowid order
 
 
 @dataclass
@@ -147,11 +149,12 @@ def vector_search(db: sqlite3.Connection, vectors: VectorTable, embedder: Embedd
         for kind in present:
             scores[vectors.kind_rows[kind]] = vectors.kind_blocks[kind] @ query_vector
         rows = np.concatenate([vectors.kind_rows[k] for k in present]) if present else np.zeros(0, dtype=np.int64)
+        candidates = rows[scores[rows] >= max(floor, 1e-9)]  # below the floor a vector rank never counts
+        order = candidates[np.argsort(-scores[candidates], kind="stable")]  # ties: asked kind, then rowid
     else:
         scores = vectors.matrix @ query_vector
-        rows = np.arange(len(rowids))
-    candidates = rows[scores[rows] >= max(floor, 1e-9)]  # below the floor a vector rank never counts
-    order = candidates[np.argsort(-scores[candidates], kind="stable")]
+        candidates = np.flatnonzero(scores >= max(floor, 1e-9))
+        order = candidates[np.lexsort((vectors.rowid_array[candidates], -scores[candidates]))]  # ties: rowid
     extra, params = _filters(kinds, connection, where)
     picked: list[tuple[int, float]] = []
     batch = max(limit * 4, 64)

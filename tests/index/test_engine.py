@@ -13,6 +13,7 @@ from khive.hookspecs import EdgeRule
 from khive.index.documents import Document, Edge, FileSource
 from khive.index.embed import HashingEmbedder
 from khive.index.engine import RetrievalIndex
+from khive.index.search import Hit
 
 
 def note_docs(path: str, text: str) -> Sequence[Document]:
@@ -243,3 +244,58 @@ def test_hashing_embedder_rows_do_not_depend_on_the_batch() -> None:
     for row, text in enumerate(texts):
         assert np.array_equal(together[row], embedder.embed([text])[0])
     assert embedder.embed([]).shape == (0, 32)
+
+
+def kind_docs(path: str, text: str) -> Sequence[Document]:
+    """``id kind words...`` per line: the words are the body the vector lane reads."""
+    docs = []
+    for line in text.splitlines():
+        doc_id, kind, *words = line.split()
+        docs.append(Document(id=doc_id, kind=kind, title=doc_id, fields={"body": " ".join(words)}))
+    return docs
+
+
+def test_the_vector_lane_scores_a_kind_as_it_scores_all(tmp_path: Path) -> None:
+    """Kinds interleaved within and across files: a kind-filtered vector lane gives each document the score
+    the unfiltered lane gives it, and only documents of the asked kinds."""
+    (tmp_path / "many").mkdir()
+    kinds = ("alpha", "beta", "gamma")
+    words = ("apple", "pear", "plum", "fig", "kiwi", "lime", "date")
+    for file in range(3):
+        lines = [f"doc:f{file}n{n} {kinds[(file + n) % 3]} apple {words[n]} {words[(n + file) % 7]}"
+                 for n in range(7)]
+        (tmp_path / "many" / f"f{file}.txt").write_text("\n".join(lines))
+    index = RetrievalIndex(tmp_path, [FileSource("many", ("many",), (".txt",), kind_docs)],
+                           embedder=HashingEmbedder(64), watch=False)
+    try:
+        def vector_scores(hits: Sequence[Hit]) -> dict[str, float]:
+            return {hit.id: hit.lanes["vector"]["raw"] for hit in hits if "vector" in hit.lanes}
+
+        everything = index.search("apple pear", limit=50)
+        kind_of = {hit.id: hit.kind for hit in everything}
+        all_scores = vector_scores(everything)
+        assert {kind_of[doc] for doc in all_scores} == set(kinds)  # every kind has documents the lane scores
+        for kind in kinds:
+            hits = index.search("apple pear", kinds=[kind], limit=50)
+            assert hits and {hit.kind for hit in hits} == {kind}
+            assert vector_scores(hits) == {doc: score for doc, score in all_scores.items() if kind_of[doc] == kind}
+        both = index.search("apple pear", kinds=["gamma", "alpha"], limit=50)
+        assert vector_scores(both) == {doc: score for doc, score in all_scores.items() if kind_of[doc] != "beta"}
+    finally:
+        index.close()
+
+
+def test_equal_vector_scores_rank_in_index_order_across_kinds(tmp_path: Path) -> None:
+    """Documents of alternating kinds with the same text tie in the vector lane: they rank in the order the
+    index took them (file order), whatever their kinds."""
+    (tmp_path / "many").mkdir()
+    lines = [f"doc:n{n} {('beta', 'alpha', 'gamma')[n % 3]} pear plum" for n in range(9)]
+    (tmp_path / "many" / "f.txt").write_text("\n".join(lines))
+    index = RetrievalIndex(tmp_path, [FileSource("many", ("many",), (".txt",), kind_docs)],
+                           embedder=HashingEmbedder(64), watch=False)
+    try:
+        hits = index.search("pear plum", limit=20)
+        by_rank = sorted((hit.lanes["vector"]["rank"], hit.id) for hit in hits if "vector" in hit.lanes)
+        assert [doc for _rank, doc in by_rank] == [f"doc:n{n}" for n in range(9)]
+    finally:
+        index.close()
