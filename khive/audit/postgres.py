@@ -22,7 +22,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 
-from khive.audit.events import EVENT, INTERRUPTED, OUTCOME, RUNNING, START, AuditEvent
+from khive.audit.events import INTERRUPTED, OUTCOME, RUNNING, START, AuditEvent
 from khive.audit.process import ProcessId, this_process
 from khive.audit.recovery import (
     COLUMNS,
@@ -33,9 +33,10 @@ from khive.audit.recovery import (
     interrupted,
     merged_event,
     open_event,
-    open_values,
     process_values,
     row_values,
+    write_rows,
+    written_processes,
 )
 from khive.audit.store import AuditQuery, glob_to_like
 from khive.errors import ConfigError, KhiveError, spellings
@@ -160,10 +161,8 @@ WHERE s.kind <> '{OUTCOME}'""").format(outcome=self._outcome, table=self._ident,
             if not self._recovered:
                 await self.recover()
             ids = {process: await self._process_id(process)
-                   for process in {event.process for batch in (starts, events, outcomes) for event in batch}}
-            rows = [row_values(kind, event, event.ts, ids[event.process])
-                    for kind, batch in ((START, starts), (EVENT, events), (OUTCOME, outcomes)) for event in batch]
-            opened = [open_values(event, event.ts, ids[event.process]) for event in starts]
+                   for process in written_processes(starts, events, outcomes)}
+            rows, opened = write_rows(starts, events, outcomes, ids, _as_is)
             closed = [event.op_id for event in outcomes]
             try:
                 await self._commit(rows, opened, closed)
@@ -367,6 +366,10 @@ WHERE s.kind <> '{OUTCOME}'""").format(outcome=self._outcome, table=self._ident,
             reason = reason.replace(self._password, "***")
         return KhiveError(f"audit store unavailable: PostgreSQL at {self.where}: {reason}",
                           code="audit_store_unavailable", details={"store": "postgres", "where": self.where})
+
+
+def _as_is(ts: datetime) -> datetime:  # timestamptz takes the datetime itself
+    return ts
 
 
 def _insert(table: sql.Identifier, columns: Sequence[str]) -> sql.Composed:

@@ -9,13 +9,13 @@ and read as ``running``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 import orjson
 
-from khive.audit.events import INTERRUPTED, OUTCOME, AuditEvent, audit_json, clean_text
+from khive.audit.events import EVENT, INTERRUPTED, OUTCOME, START, AuditEvent, audit_json, clean_text
 from khive.audit.process import Liveness, ProcessId, judge
 
 # Every stored row, in this column order.
@@ -47,6 +47,22 @@ def row_values(kind: str, event: AuditEvent, ts: Any, process_id: int) -> tuple[
 
 def open_values(event: AuditEvent, ts: Any, process_id: int) -> tuple[Any, ...]:
     return (event.op_id, ts, event.request_id, event.op_index, event.verb, process_id)
+
+
+def written_processes(*batches: Sequence[AuditEvent]) -> set[ProcessId | None]:
+    """The processes the events of a write name, each once (a store registers them before the write)."""
+    return {event.process for batch in batches for event in batch}
+
+
+def write_rows(starts: Sequence[AuditEvent], events: Sequence[AuditEvent], outcomes: Sequence[AuditEvent],
+               process_ids: Mapping[ProcessId | None, int], ts: Callable[[datetime], Any]
+               ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """One write's rows (COLUMNS) and the open ops its starts add (OPEN_COLUMNS); ``ts`` as the store keeps it,
+    ``process_ids`` the key of every process in ``written_processes``."""
+    rows = [row_values(kind, event, ts(event.ts), process_ids[event.process])
+            for kind, batch in ((START, starts), (EVENT, events), (OUTCOME, outcomes)) for event in batch]
+    opened = [open_values(event, ts(event.ts), process_ids[event.process]) for event in starts]
+    return rows, opened
 
 
 def process_values(process: ProcessId) -> tuple[Any, ...]:

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from khive.audit.events import EVENT, INTERRUPTED, OUTCOME, RUNNING, START, AuditEvent
+from khive.audit.events import INTERRUPTED, OUTCOME, RUNNING, START, AuditEvent
 from khive.audit.process import ProcessId, this_process
 from khive.audit.recovery import (
     COLUMNS,
@@ -27,9 +27,10 @@ from khive.audit.recovery import (
     interrupted,
     merged_event,
     open_event,
-    open_values,
     process_values,
     row_values,
+    write_rows,
+    written_processes,
 )
 from khive.audit.store import AuditQuery, glob_to_like
 from khive.errors import KhiveError, spellings
@@ -157,13 +158,8 @@ class SqliteAuditStore:
             return
         if not self._recovered:
             await self.recover()
-        rows, opened = [], []
-        for kind, batch in ((START, starts), (EVENT, events), (OUTCOME, outcomes)):
-            for event in batch:
-                ts, process_id = event.ts.isoformat(), self._process_id(event.process)
-                rows.append(row_values(kind, event, ts, process_id))
-                if kind == START:
-                    opened.append(open_values(event, ts, process_id))
+        ids = {process: self._process_id(process) for process in written_processes(starts, events, outcomes)}
+        rows, opened = write_rows(starts, events, outcomes, ids, datetime.isoformat)
         closed = [(event.op_id,) for event in outcomes]
         try:
             self._commit(rows, opened, closed)

@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -143,44 +143,37 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--json", action="store_true", help="one JSON object per line")
     audit.set_defaults(handler=_audit)
 
-    from khive.cli import scan as cli_scan
-
-    scan = commands.add_parser("scan", help="scan a connection's live database (scan.run); prints a summary")
-    cli_scan.add_arguments(scan)
-    scan.set_defaults(handler=cli_scan.handler)
-
-    from khive.cli import ingest as cli_ingest
-
-    ingest = commands.add_parser("ingest", help="read a connection's query history into usage and patterns")
-    cli_ingest.add_arguments(ingest)
-    ingest.set_defaults(handler=cli_ingest.handler)
-
+    from khive.cli import agents as cli_agents
     from khive.cli import doctor as cli_doctor
-
-    doctor = commands.add_parser("doctor", help="what retrieval can see (discover.doctor) and query-history probes")
-    cli_doctor.add_arguments(doctor)
-    doctor.set_defaults(handler=cli_doctor.doctor)
-
+    from khive.cli import ingest as cli_ingest
+    from khive.cli import scan as cli_scan
     from khive.cli.daemon import add_daemon_commands
-
-    add_daemon_commands(commands)
-
     from khive.cli.demo import command as cli_demo
 
-    demo = commands.add_parser("demo", help="build the demo shop project and show requests against it")
-    cli_demo.add_arguments(demo)
-    demo.set_defaults(handler=cli_demo.handler)
-
-    from khive.cli import agents as cli_agents
-
-    agents = commands.add_parser("setup-agents", help="connect Claude Code, Cursor, Codex to this project over MCP")
-    cli_agents.add_arguments(agents)
-    agents.set_defaults(handler=cli_agents.handler)
+    _add_command(commands, "scan", "scan a connection's live database (scan.run); prints a summary",
+                 cli_scan.add_arguments, cli_scan.handler)
+    _add_command(commands, "ingest", "read a connection's query history into usage and patterns",
+                 cli_ingest.add_arguments, cli_ingest.handler)
+    _add_command(commands, "doctor", "what retrieval can see (discover.doctor) and query-history probes",
+                 cli_doctor.add_arguments, cli_doctor.doctor)
+    add_daemon_commands(commands)
+    _add_command(commands, "demo", "build the demo shop project and show requests against it",
+                 cli_demo.add_arguments, cli_demo.handler)
+    _add_command(commands, "setup-agents", "connect Claude Code, Cursor, Codex to this project over MCP",
+                 cli_agents.add_arguments, cli_agents.handler)
 
     from khive.site.cli import add_site_command
 
     add_site_command(commands)
     return parser
+
+
+def _add_command(commands: Any, name: str, help: str, add_arguments: Callable[[argparse.ArgumentParser], None],
+                 handler: Callable[[argparse.Namespace], int]) -> None:
+    """A subcommand whose module declares its own arguments and handler."""
+    command = commands.add_parser(name, help=help)
+    add_arguments(command)
+    command.set_defaults(handler=handler)
 
 
 def _runtime(args: argparse.Namespace) -> Runtime:

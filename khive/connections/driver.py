@@ -82,6 +82,16 @@ class HoldsConnection(Generic[C]):
         self.close()
 
 
+def connection_url(connection: str, config: ConnectionConfig, secrets: dict[str, str]) -> str:
+    """The connection string a URL-configured driver opens (``secrets["url"]``); ConfigError when it is not set."""
+    url = secrets.get("url")
+    if not url:
+        from khive.errors import ConfigError
+
+        raise ConfigError(f"connection {connection!r}: no connection string ({config.url or 'url:'} is not set)")
+    return url
+
+
 def open_driver(connection: str, config: ConnectionConfig, *, secrets: dict[str, str]) -> Driver:
     """Instantiate the configured driver; ``secrets`` holds resolved env: references (e.g. the url)."""
     target = DRIVERS.get(config.driver)

@@ -33,7 +33,7 @@ from pymysql.constants import FIELD_TYPE
 
 from khive.connections.catalog import CatalogSnapshot, Column, ColumnSample, ForeignKey, Table, TableKind
 from khive.connections.config import ConnectionConfig
-from khive.connections.driver import HoldsConnection, QueryResult
+from khive.connections.driver import HoldsConnection, QueryResult, connection_url
 from khive.connections.types import build_column, query_result, quote, sample_sql, sample_tables, schema_selected
 from khive.errors import ConfigError, KhiveError
 from khive.values import DEFAULT_BYTES_SHOWN, Converter, Encoder, json_text, timedelta_text
@@ -165,10 +165,7 @@ class MySqlDriver(HoldsConnection[pymysql.connections.Connection]):
     def __init__(self, connection: str, config: ConnectionConfig, secrets: dict[str, str]):
         self.connection = connection
         self.config = config
-        url = secrets.get("url")
-        if not url:
-            raise ConfigError(f"connection {connection!r}: no connection string ({config.url or 'url:'} is not set)")
-        self._arguments = connect_arguments(connection, url)
+        self._arguments = connect_arguments(connection, connection_url(connection, config, secrets))
         self._conn: pymysql.connections.Connection | None = None
         self._mariadb = False
         self._timeout: float | None = None

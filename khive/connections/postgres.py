@@ -35,7 +35,7 @@ from khive.connections.catalog import (
     TableKind,
 )
 from khive.connections.config import ConnectionConfig
-from khive.connections.driver import HoldsConnection, QueryResult
+from khive.connections.driver import HoldsConnection, QueryResult, connection_url
 from khive.connections.pg_session import SessionFacts, inspect_and_pin
 from khive.connections.pgvalues import SESSION_OPTIONS, TYPES_SQL, PgType, array_converter, register_loaders
 from khive.connections.types import (
@@ -48,7 +48,7 @@ from khive.connections.types import (
     sample_tables,
     schema_selected,
 )
-from khive.errors import ConfigError, KhiveError
+from khive.errors import KhiveError
 from khive.values import DEFAULT_BYTES_SHOWN
 
 _KINDS: dict[str, TableKind] = {"r": "table", "p": "table", "v": "view", "m": "materialized_view",
@@ -143,10 +143,7 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
     def __init__(self, connection: str, config: ConnectionConfig, secrets: dict[str, str]):
         self.connection = connection
         self.config = config
-        url = secrets.get("url")
-        if not url:
-            raise ConfigError(f"connection {connection!r}: no connection string ({config.url or 'url:'} is not set)")
-        self._url = url
+        self._url = connection_url(connection, config, secrets)
         self._conn: psycopg.Connection[Any] | None = None
         self._types: dict[int, PgType] = {}
         self._session: SessionFacts | None = None

@@ -243,7 +243,7 @@ class FileStore:
             start = clean_path(prefix) + ("/" if prefix.endswith("/") else "")
         top = self.root / start.rpartition("/")[0]
         try:
-            inside(self.root, top)
+            _contained(self._base, str(top))  # the root is already real: only the path below it is resolved
         except PathOutsideProject as exc:
             logger.warning("khive: not listing %s: %s", start or ".", exc.message)
             return []
