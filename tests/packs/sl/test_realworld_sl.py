@@ -4,11 +4,7 @@ paths from payment to store, and a query that names its path."""
 
 from __future__ import annotations
 
-import re
-import shlex
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -16,6 +12,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from realworld import realworld_cluster
 from ruamel.yaml import YAML
 
 from khive.bootstrap import open_runtime
@@ -26,9 +23,6 @@ from khive.scaffold import init_project
 
 pytestmark = [pytest.mark.data, pytest.mark.slow, pytest.mark.anyio]
 
-ROOT = Path(__file__).resolve().parents[3]
-TOOL = next((tool for tool in (base / "shared" / "tools" / "realworld-pg" for base in (ROOT.parent, ROOT.parent.parent))
-             if tool.is_file()), ROOT.parent / "shared" / "tools" / "realworld-pg")
 NAMES = ("northwind", "sakila", "chinook")
 CONFIG = "version: 1\nconnections:\n" + "".join(
     f"  {name}: {{driver: postgres, url: env:{name.upper()}_URL}}\n" for name in NAMES)
@@ -36,16 +30,8 @@ CONFIG = "version: 1\nconnections:\n" + "".join(
 
 @pytest.fixture(scope="module")
 def warehouse() -> Iterator[dict[str, str]]:
-    if not TOOL.is_file():
-        pytest.skip(f"{TOOL} is not here")
-    directory = Path(tempfile.mkdtemp(prefix="rw-sl-", dir="/tmp"))
-    up = subprocess.run(["bash", str(TOOL), "up", str(directory)], capture_output=True, text=True, timeout=300)
-    try:
-        assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-2000:]
-        text = (directory / "env.sh").read_text(encoding="utf-8")
-        yield {name: shlex.split(value)[0] for name, value in re.findall(r"^export (\w+)=(.*)$", text, re.M)}
-    finally:
-        subprocess.run(["bash", str(TOOL), "down", str(directory)], capture_output=True, timeout=120)
+    with realworld_cluster("rw-sl-") as (variables, _):
+        yield variables
 
 
 async def ops(root: Path, env: dict[str, str], *texts: str) -> list[dict[str, Any]]:
