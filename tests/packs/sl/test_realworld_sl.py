@@ -13,12 +13,8 @@ from typing import Any
 import psycopg
 import pytest
 from realworld import realworld_cluster
-from ruamel.yaml import YAML
+from sl_shop import layer, ops, source
 
-from khive.bootstrap import open_runtime
-from khive.context import CLI, Context
-from khive.dispatch import dispatch
-from khive.dsl import parse
 from khive.scaffold import init_project
 
 pytestmark = [pytest.mark.data, pytest.mark.slow, pytest.mark.anyio]
@@ -32,28 +28,6 @@ CONFIG = "version: 1\nconnections:\n" + "".join(
 def warehouse() -> Iterator[dict[str, str]]:
     with realworld_cluster("rw-sl-") as (variables, _):
         yield variables
-
-
-async def ops(root: Path, env: dict[str, str], *texts: str) -> list[dict[str, Any]]:
-    runtime = open_runtime(root, env)
-    try:
-        out = []
-        for text in texts:
-            envelope = await dispatch(parse(text), Context(runtime, "operator:ann", CLI, presentation="verbose"))
-            result = envelope["results"][0]
-            out.append(result["result"] if result["ok"] else {"error": result["error"]})
-        return out
-    finally:
-        await runtime.aclose()
-
-
-def source(root: Path, connection: str, name: str) -> dict[str, Any]:
-    data: dict[str, Any] = YAML(typ="safe").load((root / "semantic-layer" / connection / f"{name}.yaml").read_text())
-    return data
-
-
-def layer(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): p.read_text() for p in sorted((root / "semantic-layer").rglob("*.yaml"))}
 
 
 def rows(url: str, sql: str) -> list[list[Any]]:
