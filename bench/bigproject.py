@@ -56,10 +56,6 @@ import historic_sql as workload  # noqa: E402  (bench/historic_sql.py: the TPC t
 import pgcluster  # noqa: E402
 import scan as generated  # noqa: E402  (bench/scan.py: the generated tables)
 
-from khive.bootstrap import open_runtime  # noqa: E402
-from khive.context import CLI, Context  # noqa: E402
-from khive.dispatch import dispatch  # noqa: E402
-from khive.dsl import parse  # noqa: E402
 from khive.scaffold import init_project  # noqa: E402
 
 SEED = 20261201
@@ -110,18 +106,6 @@ def build_warehouse(dsn: str, n_tables: int, catalog: dict[str, dict[str, list[s
             "SELECT count(DISTINCT (table_schema, table_name)), count(*) FROM information_schema.columns "
             "WHERE table_schema NOT IN ('pg_catalog', 'information_schema')").fetchone()
     return {"tables": int(tables), "columns": int(columns)}
-
-
-async def op(project: Path, env: dict[str, str], text: str) -> dict[str, Any]:
-    runtime = open_runtime(project, env)
-    try:
-        envelope = await dispatch(parse(text), Context(runtime, "operator:bench", CLI, presentation="verbose"))
-    finally:
-        await runtime.aclose()
-    (result,) = envelope["results"]
-    if not result["ok"]:
-        raise SystemExit(f"{text} failed: {result['error']}")
-    return dict(result["result"])
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -222,7 +206,7 @@ def main() -> None:
             return timed(lambda: subprocess.run(dump, check=True, capture_output=True))[0]
 
         def run(text: str) -> tuple[float, dict[str, Any]]:
-            return timed(lambda: anyio.run(op, project, env, text))
+            return timed(lambda: anyio.run(workload.op, project, env, text))
 
         dumps = [pg_dump()]
         print(orjson.dumps({"partial": {**out, "pg_dump_s": dumps}}).decode(), file=sys.stderr, flush=True)

@@ -246,24 +246,24 @@ def bare_parse(sqls: list[str]) -> tuple[float, float]:
     return time.perf_counter() - t0, time.process_time() - c0
 
 
+async def op(project: Path, env: dict[str, str], text: str) -> dict[str, Any]:
+    """One op through the dispatcher on a fresh runtime (its start included); exits when the op fails."""
+    runtime = open_runtime(project, env)
+    try:
+        envelope = await dispatch(parse(text), Context(runtime, "operator:bench", CLI, presentation="verbose"))
+    finally:
+        await runtime.aclose()
+    (result,) = envelope["results"]
+    if not result["ok"]:
+        raise SystemExit(f"{text} failed: {result['error']}")
+    return dict(result["result"])
+
+
 def ingest(project: Path, connection: str = CONNECTION) -> tuple[float, dict[str, Any]]:
     """One ``historic_sql.ingest`` through the dispatcher, runtime start included; (seconds, result)."""
     gc.collect()
-
-    async def run() -> dict[str, Any]:
-        runtime = open_runtime(project, {})
-        try:
-            text = f'historic_sql.ingest(connection="{connection}")'
-            envelope = await dispatch(parse(text), Context(runtime, "operator:bench", CLI, presentation="verbose"))
-        finally:
-            await runtime.aclose()
-        (result,) = envelope["results"]
-        if not result["ok"]:
-            raise SystemExit(f"ingest failed: {result['error']}")
-        return dict(result["result"])
-
     t0, c0 = time.perf_counter(), time.process_time()
-    result = anyio.run(run)
+    result = anyio.run(op, project, {}, f'historic_sql.ingest(connection="{connection}")')
     seconds, main_cpu = time.perf_counter() - t0, time.process_time() - c0
     normalize, parse_stats = result.get("normalizeStats") or {}, result["parseStats"]
     workers_cpu = (normalize.get("cpuMs", 0) if normalize.get("workers", 1) > 1 else 0) + (

@@ -50,12 +50,12 @@ class BuildReport:
         return self.root / paths.OVERVIEW
 
 
-def stylesheet() -> str:
-    return (package_files("khive.site") / "static" / "site.css").read_text(encoding="utf-8") + highlight_css()
-
-
 def asset(name: str) -> str:
     return (package_files("khive.site") / "static" / name).read_text(encoding="utf-8")
+
+
+def stylesheet() -> str:
+    return asset("site.css") + highlight_css()
 
 
 def suite_questions(reader: Reader) -> list[str]:

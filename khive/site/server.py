@@ -52,7 +52,8 @@ class SiteApp:
         self.tokens = dict(tokens) if tokens is not None else None
         self.operator = operator
         self.prefix = prefix
-        self.styles = stylesheet().encode("utf-8")
+        self.assets = {path: (stylesheet() if path == paths.STYLESHEET else asset(path.rpartition("/")[2]))
+                       .encode("utf-8") for path in ASSETS}  # read once, not per request
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -100,11 +101,8 @@ class SiteApp:
         return operator_reader(self.runtime) if self.operator else principal_reader(self.runtime, principal, MCP_HTTP)
 
     async def _page(self, path: str, query: dict[str, list[str]], principal: str, send: Send, head: bool) -> None:
-        if path == paths.STYLESHEET:
-            await _respond(send, 200, self.styles, ASSETS[path], head=head)
-            return
         if path in ASSETS:
-            await _respond(send, 200, asset(path.rpartition("/")[2]).encode("utf-8"), ASSETS[path], head=head)
+            await _respond(send, 200, self.assets[path], ASSETS[path], head=head)
             return
         reader = self._reader(principal)
         catalog = await load_catalog(reader)

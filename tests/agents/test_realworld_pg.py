@@ -5,23 +5,17 @@ through ``historicSql.url``, and every example of the generated guide runs with 
 from __future__ import annotations
 
 import re
-import shlex
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from agent_helpers import budget_reports, failures, guide_examples, khive, launch_params, mcp_entry, ok, run_requests
+from realworld import realworld_cluster
 
 from khive.scaffold import init_project
 
 pytestmark = [pytest.mark.data, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
-# ../shared beside a checkout; a worktree under wt/ has it one level further up.
-TOOL = next((tool for tool in (base / "shared" / "tools" / "realworld-pg" for base in (ROOT.parent, ROOT.parent.parent))
-             if tool.is_file()), ROOT.parent / "shared" / "tools" / "realworld-pg")
 CONFIG = """\
 version: 1
 connections:
@@ -36,16 +30,8 @@ connections:
 @pytest.fixture(scope="module")
 def warehouse() -> Iterator[dict[str, str]]:
     """The variables of ``env.sh`` of a running realworld-pg cluster (stopped and removed afterwards)."""
-    if not TOOL.is_file():
-        pytest.skip(f"{TOOL} is not here")
-    directory = Path(tempfile.mkdtemp(prefix="rw-", dir="/tmp"))
-    up = subprocess.run(["bash", str(TOOL), "up", str(directory)], capture_output=True, text=True, timeout=300)
-    try:
-        assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-2000:]
-        text = (directory / "env.sh").read_text(encoding="utf-8")
-        yield {name: shlex.split(value)[0] for name, value in re.findall(r"^export (\w+)=(.*)$", text, re.M)}
-    finally:
-        subprocess.run(["bash", str(TOOL), "down", str(directory)], capture_output=True, timeout=120)
+    with realworld_cluster("rw-") as (variables, _):
+        yield variables
 
 
 def test_agent_sql_as_the_agent_role_and_history_as_the_history_role(
@@ -80,18 +66,8 @@ def test_agent_sql_as_the_agent_role_and_history_as_the_history_role(
 @pytest.fixture(scope="module")
 def leaky_warehouse() -> Iterator[tuple[dict[str, str], list[str]]]:
     """A realworld-pg cluster with pg_stat_statements in ``public`` and other roles' fake secrets in it."""
-    if not TOOL.is_file():
-        pytest.skip(f"{TOOL} is not here")
-    directory = Path(tempfile.mkdtemp(prefix="rw-", dir="/tmp"))
-    up = subprocess.run(["bash", str(TOOL), "up", str(directory), "--with-secrets", "--pgss-in-public"],
-                        capture_output=True, text=True, timeout=300)
-    try:
-        assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-2000:]
-        text = (directory / "env.sh").read_text(encoding="utf-8")
-        secrets = [line for line in (directory / "secrets.txt").read_text().splitlines() if line.strip()]
-        yield {name: shlex.split(value)[0] for name, value in re.findall(r"^export (\w+)=(.*)$", text, re.M)}, secrets
-    finally:
-        subprocess.run(["bash", str(TOOL), "down", str(directory)], capture_output=True, timeout=120)
+    with realworld_cluster("rw-", "--with-secrets", "--pgss-in-public") as (variables, directory):
+        yield variables, [line for line in (directory / "secrets.txt").read_text().splitlines() if line.strip()]
 
 
 def test_agents_cannot_read_other_roles_statements(leaky_warehouse: tuple[dict[str, str], list[str]],

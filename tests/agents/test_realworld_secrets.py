@@ -11,49 +11,23 @@ audit and the index included), and no MCP answer and no audit event holds a secr
 from __future__ import annotations
 
 import json
-import re
-import shlex
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from agent_helpers import khive, launch_params, mcp_entry, ok, run_requests
+from realworld import DATABASES, history_config, realworld_cluster
 
 from khive.scaffold import init_project
 
 pytestmark = [pytest.mark.data, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
-TOOL = next((tool for tool in (base / "shared" / "tools" / "realworld-pg" for base in (ROOT.parent, ROOT.parent.parent))
-             if tool.is_file()), ROOT.parent / "shared" / "tools" / "realworld-pg")
-DATABASES = ("northwind", "sakila", "chinook")
-
-
 @pytest.fixture(scope="module")
 def warehouse() -> Iterator[tuple[dict[str, str], Path]]:
     """``env.sh``'s variables and the cluster's DIR (its secrets.txt) of a realworld-pg cluster with secrets."""
-    if not TOOL.is_file():
-        pytest.skip(f"{TOOL} is not here")
-    directory = Path(tempfile.mkdtemp(prefix="rws-", dir="/tmp"))
-    up = subprocess.run(["bash", str(TOOL), "up", str(directory), "--with-secrets", "--pgss-in-public"],
-                        capture_output=True, text=True, timeout=300)
-    try:
-        assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-2000:]
-        text = (directory / "env.sh").read_text(encoding="utf-8")
-        yield {name: shlex.split(value)[0] for name, value in re.findall(r"^export (\w+)=(.*)$", text, re.M)}, directory
-    finally:
-        subprocess.run(["bash", str(TOOL), "down", str(directory)], capture_output=True, timeout=120)
-
-
-def config() -> str:
-    lines = ["version: 1", "connections:"]
-    for name in DATABASES:
-        upper = name.upper()
-        lines += [f"  {name}:", "    driver: postgres", f"    url: env:{upper}_URL",
-                  f"    historicSql: {{enabled: true, url: env:{upper}_HISTORY_URL, minExecutions: 1}}"]
-    return "\n".join(lines) + "\n"
+    with realworld_cluster("rws-", "--with-secrets", "--pgss-in-public") as cluster:
+        yield cluster
 
 
 def test_no_fake_secret_reaches_the_project_an_answer_or_the_audit(
@@ -66,7 +40,7 @@ def test_no_fake_secret_reaches_the_project_an_answer_or_the_audit(
     shell = {name: variables[name] for name in variables if name.endswith("_URL")}
     project = tmp_path / "rw"
     init_project(project, "analyst")
-    (project / "khive.yaml").write_text(config(), encoding="utf-8")
+    (project / "khive.yaml").write_text(history_config(), encoding="utf-8")
     for name in DATABASES:
         scanned = ok(khive("scan", name, cwd=project, env=shell)).stdout
         assert "public.pg_stat_statements (extension pg_stat_statements)" in scanned, scanned

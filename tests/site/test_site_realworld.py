@@ -5,15 +5,12 @@ any file of the site."""
 
 from __future__ import annotations
 
-import re
-import shlex
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
+from realworld import DATABASES, history_config, realworld_cluster
 from sitecheck import broken_links, expected_subjects, operator_results, pages, subjects
 
 from khive.cli import main
@@ -21,34 +18,10 @@ from khive.scaffold import init_project
 
 pytestmark = [pytest.mark.data, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
-TOOL = next((tool for tool in (base / "shared" / "tools" / "realworld-pg" for base in (ROOT.parent, ROOT.parent.parent))
-             if tool.is_file()), ROOT.parent / "shared" / "tools" / "realworld-pg")
-DATABASES = ("northwind", "sakila", "chinook")
-
-
 @pytest.fixture(scope="module")
 def warehouse() -> Iterator[tuple[dict[str, str], Path]]:
-    if not TOOL.is_file():
-        pytest.skip(f"{TOOL} is not here")
-    directory = Path(tempfile.mkdtemp(prefix="rwsite-", dir="/tmp"))
-    up = subprocess.run(["bash", str(TOOL), "up", str(directory), "--with-secrets"],
-                        capture_output=True, text=True, timeout=300)
-    try:
-        assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-2000:]
-        text = (directory / "env.sh").read_text(encoding="utf-8")
-        yield {name: shlex.split(value)[0] for name, value in re.findall(r"^export (\w+)=(.*)$", text, re.M)}, directory
-    finally:
-        subprocess.run(["bash", str(TOOL), "down", str(directory)], capture_output=True, timeout=120)
-
-
-def config() -> str:
-    lines = ["version: 1", "connections:"]
-    for name in DATABASES:
-        upper = name.upper()
-        lines += [f"  {name}:", "    driver: postgres", f"    url: env:{upper}_URL",
-                  f"    historicSql: {{enabled: true, url: env:{upper}_HISTORY_URL, minExecutions: 1}}"]
-    return "\n".join(lines) + "\n"
+    with realworld_cluster("rwsite-", "--with-secrets") as cluster:
+        yield cluster
 
 
 def test_a_real_warehouse_gets_a_whole_site_without_a_secret(warehouse: tuple[dict[str, str], Path],
@@ -61,7 +34,7 @@ def test_a_real_warehouse_gets_a_whole_site_without_a_secret(warehouse: tuple[di
     assert secrets and all("FAKE" in secret for secret in secrets)
     project = tmp_path / "rw"
     init_project(project, "analyst")
-    (project / "khive.yaml").write_text(config(), encoding="utf-8")
+    (project / "khive.yaml").write_text(history_config(), encoding="utf-8")
     for name in DATABASES:
         assert main(["--project", str(project), "scan", name]) == 0
         assert main(["--project", str(project), "request", f'sl.bootstrap(connection="{name}")']) == 0

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from ruamel.yaml import YAML
 
 from khive.bootstrap import open_runtime
 from khive.context import CLI, Context
@@ -76,3 +77,26 @@ def run_ops(root: Path, env: dict[str, str], *texts: str) -> list[dict[str, Any]
             await runtime.aclose()
 
     return anyio.run(go)
+
+
+async def ops(root: Path, env: dict[str, str], *texts: str) -> list[dict[str, Any]]:
+    """Each op through the dispatcher on one fresh runtime; a failed op gives ``{"error": ...}``."""
+    runtime = open_runtime(root, env)
+    try:
+        out = []
+        for text in texts:
+            envelope = await dispatch(parse(text), Context(runtime, "operator:ann", CLI, presentation="verbose"))
+            result = envelope["results"][0]
+            out.append(result["result"] if result["ok"] else {"error": result["error"]})
+        return out
+    finally:
+        await runtime.aclose()
+
+
+def source(root: Path, connection: str, name: str) -> dict[str, Any]:
+    data: dict[str, Any] = YAML(typ="safe").load((root / "semantic-layer" / connection / f"{name}.yaml").read_text())
+    return data
+
+
+def layer(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): p.read_text() for p in sorted((root / "semantic-layer").rglob("*.yaml"))}

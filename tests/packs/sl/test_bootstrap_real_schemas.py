@@ -7,18 +7,13 @@ from __future__ import annotations
 import shutil
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 import pytest
-from ruamel.yaml import YAML
-from sl_shop import PACKS, configure
-
-from khive.bootstrap import open_runtime
-from khive.context import CLI, Context
-from khive.dispatch import dispatch
-from khive.dsl import parse
+from sl_shop import PACKS, configure, layer, ops, source
 
 pytestmark = pytest.mark.anyio
+
+ENV = {"KHIVE_PACKS": PACKS}
 
 RENTALS = """
 CREATE TABLE store (store_id INTEGER PRIMARY KEY, name TEXT, manager_staff_id INTEGER REFERENCES staff(staff_id));
@@ -61,29 +56,6 @@ def make_project(root: Path) -> Path:
     return root
 
 
-async def ops(root: Path, *texts: str) -> list[dict[str, Any]]:
-    """Each op through the dispatcher on one fresh runtime; a failed op gives ``{"error": ...}``."""
-    runtime = open_runtime(root, {"KHIVE_PACKS": PACKS})
-    try:
-        out = []
-        for text in texts:
-            envelope = await dispatch(parse(text), Context(runtime, "operator:ann", CLI, presentation="verbose"))
-            result = envelope["results"][0]
-            out.append(result["result"] if result["ok"] else {"error": result["error"]})
-        return out
-    finally:
-        await runtime.aclose()
-
-
-def source(root: Path, connection: str, name: str) -> dict[str, Any]:
-    data: dict[str, Any] = YAML(typ="safe").load((root / "semantic-layer" / connection / f"{name}.yaml").read_text())
-    return data
-
-
-def layer(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): p.read_text() for p in sorted((root / "semantic-layer").rglob("*.yaml"))}
-
-
 @pytest.fixture
 def scanned(tmp_path: Path) -> Path:
     root = make_project(tmp_path / "first")
@@ -91,11 +63,11 @@ def scanned(tmp_path: Path) -> Path:
 
 
 async def test_names_do_not_depend_on_which_connection_goes_first(scanned: Path, tmp_path: Path) -> None:
-    await ops(scanned, 'scan.run(connection="rentals")', 'scan.run(connection="music")')
+    await ops(scanned, ENV, 'scan.run(connection="rentals")', 'scan.run(connection="music")')
     other = tmp_path / "second"
     shutil.copytree(scanned, other, ignore=shutil.ignore_patterns(".khive"))
-    rentals, music = await ops(scanned, 'sl.bootstrap(connection="rentals")', 'sl.bootstrap(connection="music")')
-    music_first, rentals_second = await ops(other, 'sl.bootstrap(connection="music")',
+    rentals, music = await ops(scanned, ENV, 'sl.bootstrap(connection="rentals")', 'sl.bootstrap(connection="music")')
+    music_first, rentals_second = await ops(other, ENV, 'sl.bootstrap(connection="music")',
                                             'sl.bootstrap(connection="rentals")')
     assert layer(scanned) == {path.replace("second", "first"): text for path, text in layer(other).items()}
     assert rentals["renamed"] == rentals_second["renamed"] == [
@@ -108,7 +80,7 @@ async def test_names_do_not_depend_on_which_connection_goes_first(scanned: Path,
 
 
 async def test_measures_follow_what_columns_mean(scanned: Path) -> None:
-    await ops(scanned, 'scan.run(connection="music")', 'scan.run(connection="rentals")',
+    await ops(scanned, ENV, 'scan.run(connection="music")', 'scan.run(connection="rentals")',
               'sl.bootstrap(connection="music")', 'sl.bootstrap(connection="rentals")')
     lines = source(scanned, "music", "invoice_line")
     measures = {m["name"]: (m["agg"], m.get("expr")) for m in lines["measures"]}
@@ -125,7 +97,7 @@ async def test_measures_follow_what_columns_mean(scanned: Path) -> None:
     film = source(scanned, "rentals", "film")
     assert {m["name"]: m["agg"] for m in film["measures"]} == {"film_count": "count", "avg_rental_rate": "avg",
                                                                "total_replacement_cost": "sum"}
-    (answer,) = await ops(scanned, 'sl.query(connection="music", measures=["revenue", "avg_unit_price"])')
+    (answer,) = await ops(scanned, ENV, 'sl.query(connection="music", measures=["revenue", "avg_unit_price"])')
     db = sqlite3.connect(scanned / "music.sqlite")
     revenue, average = db.execute("SELECT SUM(unit_price * quantity), AVG(unit_price) FROM invoice_line").fetchone()
     db.close()
@@ -133,8 +105,8 @@ async def test_measures_follow_what_columns_mean(scanned: Path) -> None:
 
 
 async def test_a_second_relationship_to_a_source_is_kept_under_a_role(scanned: Path) -> None:
-    await ops(scanned, 'scan.run(connection="rentals")')
-    (report,) = await ops(scanned, 'sl.bootstrap(connection="rentals")')
+    await ops(scanned, ENV, 'scan.run(connection="rentals")')
+    (report,) = await ops(scanned, ENV, 'sl.bootstrap(connection="rentals")')
     film = source(scanned, "rentals", "film")
     assert [(j["to"], j.get("role"), j["on"][0]["from"]) for j in film["joins"]] == [
         ("language", "language", "language_id"), ("language", "original_language", "original_language_id")]
@@ -144,7 +116,7 @@ async def test_a_second_relationship_to_a_source_is_kept_under_a_role(scanned: P
         ("staff", "one_to_many", "staff_by_store")]
     assert any("film joins language 2 ways (roles language, original_language)" in n for n in report["notes"])
     by_language, by_original = await ops(
-        scanned, 'sl.query(connection="rentals", measures=["film_count"], dimensions=["language.name"], '
+        scanned, ENV, 'sl.query(connection="rentals", measures=["film_count"], dimensions=["language.name"], '
                  'order_by=["name"])',
         'sl.query(connection="rentals", measures=["film_count"], dimensions=["language.name"], '
         'via=["original_language"], order_by=["name"])')
@@ -155,10 +127,10 @@ async def test_a_second_relationship_to_a_source_is_kept_under_a_role(scanned: P
 
 
 async def test_a_query_names_its_join_path_with_via(scanned: Path) -> None:
-    await ops(scanned, 'scan.run(connection="rentals")', 'sl.bootstrap(connection="rentals")')  # alone: customer
+    await ops(scanned, ENV, 'scan.run(connection="rentals")', 'sl.bootstrap(connection="rentals")')  # alone: customer
     base = 'sl.query(connection="rentals", measures=["total_amount"], dimensions=["store.name"], order_by=["name"]'
     ambiguous, by_customer, by_staff, unknown, aside = await ops(
-        scanned, base + ")", base + ', via=["customer"])', base + ', via=["staff"])',
+        scanned, ENV, base + ")", base + ', via=["customer"])', base + ', via=["staff"])',
         base + ', via=["stafff"])',
         'sl.query(connection="rentals", measures=["total_amount"], dimensions=["customer.name"], via=["staff"])')
     assert ambiguous["error"]["code"] == "ambiguous_join_path"

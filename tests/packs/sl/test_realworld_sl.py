@@ -4,11 +4,7 @@ paths from payment to store, and a query that names its path."""
 
 from __future__ import annotations
 
-import re
-import shlex
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -16,19 +12,13 @@ from typing import Any
 
 import psycopg
 import pytest
-from ruamel.yaml import YAML
+from realworld import realworld_cluster
+from sl_shop import layer, ops, source
 
-from khive.bootstrap import open_runtime
-from khive.context import CLI, Context
-from khive.dispatch import dispatch
-from khive.dsl import parse
 from khive.scaffold import init_project
 
 pytestmark = [pytest.mark.data, pytest.mark.slow, pytest.mark.anyio]
 
-ROOT = Path(__file__).resolve().parents[3]
-TOOL = next((tool for tool in (base / "shared" / "tools" / "realworld-pg" for base in (ROOT.parent, ROOT.parent.parent))
-             if tool.is_file()), ROOT.parent / "shared" / "tools" / "realworld-pg")
 NAMES = ("northwind", "sakila", "chinook")
 CONFIG = "version: 1\nconnections:\n" + "".join(
     f"  {name}: {{driver: postgres, url: env:{name.upper()}_URL}}\n" for name in NAMES)
@@ -36,38 +26,8 @@ CONFIG = "version: 1\nconnections:\n" + "".join(
 
 @pytest.fixture(scope="module")
 def warehouse() -> Iterator[dict[str, str]]:
-    if not TOOL.is_file():
-        pytest.skip(f"{TOOL} is not here")
-    directory = Path(tempfile.mkdtemp(prefix="rw-sl-", dir="/tmp"))
-    up = subprocess.run(["bash", str(TOOL), "up", str(directory)], capture_output=True, text=True, timeout=300)
-    try:
-        assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-2000:]
-        text = (directory / "env.sh").read_text(encoding="utf-8")
-        yield {name: shlex.split(value)[0] for name, value in re.findall(r"^export (\w+)=(.*)$", text, re.M)}
-    finally:
-        subprocess.run(["bash", str(TOOL), "down", str(directory)], capture_output=True, timeout=120)
-
-
-async def ops(root: Path, env: dict[str, str], *texts: str) -> list[dict[str, Any]]:
-    runtime = open_runtime(root, env)
-    try:
-        out = []
-        for text in texts:
-            envelope = await dispatch(parse(text), Context(runtime, "operator:ann", CLI, presentation="verbose"))
-            result = envelope["results"][0]
-            out.append(result["result"] if result["ok"] else {"error": result["error"]})
-        return out
-    finally:
-        await runtime.aclose()
-
-
-def source(root: Path, connection: str, name: str) -> dict[str, Any]:
-    data: dict[str, Any] = YAML(typ="safe").load((root / "semantic-layer" / connection / f"{name}.yaml").read_text())
-    return data
-
-
-def layer(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): p.read_text() for p in sorted((root / "semantic-layer").rglob("*.yaml"))}
+    with realworld_cluster("rw-sl-") as (variables, _):
+        yield variables
 
 
 def rows(url: str, sql: str) -> list[list[Any]]:
