@@ -12,17 +12,21 @@ as in total (``khive.http_sessions``).
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import mcp_types as types
 import orjson
+import pydantic
 from mcp import MCPError
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.shared.message import SessionMessage
 
 from khive import __version__
 from khive.agent_brief import server_instructions, tool_description
@@ -263,4 +267,34 @@ async def run_stdio(runtime: Runtime, dispatcher: Dispatcher = local_dispatch, *
 
     server = build_server(runtime, transport=MCP_STDIO, dispatcher=dispatcher, user=user)
     async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        relay, relayed = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def reread() -> None:  # the lines the SDK's JSON parser refuses but JSON allows (see _reread)
+            async with relay:
+                async for item in read_stream:
+                    await relay.send(_reread(item))
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(reread)
+            await server.run(relayed, write_stream, server.create_initialization_options())
+            tasks.cancel_scope.cancel()
+
+
+def _reread(item: SessionMessage | Exception) -> SessionMessage | Exception:
+    """A line the SDK could not read, read again with the standard JSON parser.
+
+    ``json.dumps`` writes a lone surrogate as ``"\\ud800"``: valid JSON, which pydantic's parser refuses; the
+    SDK then drops the line without an answer, so the client waits forever and the audit never sees it.
+    Read this way the request reaches ``call_tool``, whose DSL refuses the surrogate: a typed, audited
+    ``parse_error``. Anything else the SDK refused stays its exception.
+    """
+    if not isinstance(item, pydantic.ValidationError):
+        return item
+    errors = item.errors()
+    raw = errors[0].get("input") if errors else None
+    if not isinstance(raw, str | bytes):
+        return item
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(json.loads(raw), by_name=False))
+    except (ValueError, pydantic.ValidationError):
+        return item

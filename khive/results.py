@@ -181,8 +181,8 @@ def check_result(verb: str, declared: Any, result: Any) -> None:
         return
     if _check is ResultCheck.STRICT:
         _strict(verb, declared, result)
-    elif type(result) is dict:
-        unknown = result.keys() - top_level_keys(declared)
+    elif type(result) is dict and (known := top_level_keys(declared)) is not None:
+        unknown = result.keys() - known
         if unknown:
             _warn_once(verb, frozenset(unknown))
 
@@ -204,8 +204,11 @@ def adapter(declared: Any) -> TypeAdapter[Any]:
 
 
 @cache
-def top_level_keys(declared: Any) -> frozenset[str]:
-    """Every wire name a result may carry at its top level (over each member of a union)."""
+def top_level_keys(declared: Any) -> frozenset[str] | None:
+    """Every wire name a result may carry at its top level (over each member of a union); None when any
+    member is open (``OpenResult``: packs add sections of their own, so no key is unknown)."""
+    if any(model.model_config.get("extra") == "allow" for model in members(declared)):
+        return None
     return frozenset(name for model in members(declared)
                      for field_name, field in model.model_fields.items()
                      for name in (field.alias or field_name,))
