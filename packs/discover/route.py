@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from packs.discover.forms import SYNONYM, Term
-from packs.discover.lexicon import WHERE_NAME, Lexicon, Table
+from packs.discover.lexicon import WHERE_NAME, Lexicon, Posting, Table
 from packs.discover.rank import Candidate, candidate_from_row, first_rank
 
 if TYPE_CHECKING:
@@ -114,11 +114,7 @@ def score_tables(terms: Sequence[Term], weights: list[float], lexicon: Lexicon,
             posting = lexicon.postings.get(form)
             if posting is None:
                 continue
-            found = weight * posting.where
-            better = found > strengths[i, posting.tables]
-            if better.any():
-                strengths[i, posting.tables[better]] = found[better]
-                columns[i, posting.tables[better]] = posting.columns[better]
+            _keep_stronger(strengths, columns, i, posting, weight * posting.where)
             # as routing evidence a form counts squared: a synonym of a name is a hint, not a name
             np.maximum.at(evidence[i], posting.tables, weight * weight * posting.evidence)
     _phrases(terms, weights, lexicon, strengths, columns)
@@ -164,10 +160,16 @@ def _phrases(terms: Sequence[Term], weights: list[float], lexicon: Lexicon, stre
                     continue
                 found = np.full(len(posting.tables), PHRASE * wa * wb, dtype=np.float32)
                 for row in (i, j):
-                    better = found > strengths[row, posting.tables]
-                    if better.any():
-                        strengths[row, posting.tables[better]] = found[better]
-                        columns[row, posting.tables[better]] = posting.columns[better]
+                    _keep_stronger(strengths, columns, row, posting, found)
+
+
+def _keep_stronger(strengths: np.ndarray[Any, Any], columns: np.ndarray[Any, Any], row: int, posting: Posting,
+                   found: np.ndarray[Any, Any]) -> None:
+    """Where ``found`` beats term ``row``'s strength for a table of ``posting``, it and its column replace them."""
+    better = found > strengths[row, posting.tables]
+    if better.any():
+        strengths[row, posting.tables[better]] = found[better]
+        columns[row, posting.tables[better]] = posting.columns[better]
 
 
 def route(terms: Sequence[Term], weights: list[float], lexicon: Lexicon, scored: dict[str, Scored]

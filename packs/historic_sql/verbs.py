@@ -175,26 +175,32 @@ def patterns(params: PatternsParams, ctx: Context) -> dict[str, Any]:
     out = []
     for connection in _connections(ctx, params.connection):
         manifest = ingest.latest_manifest(ctx, connection) if sync_ids(ctx.runtime.project, connection) else {}
+        busiest = busiest_table(manifest)
         for slug, page in sorted(pages.existing_pages(ctx.runtime.files, connection).items()):
             stale = page.front.get("stale_since")
             if (stale or page.archived) and not params.include_stale:
                 continue
             out.append({"slug": slug, "page": page.key, "connection": connection,
                         "title": page.front.get("title"), "summary": page.front.get("summary"),
-                        "tablesInvolved": page.tables, **pattern_figures(manifest, page.tables),
+                        "tablesInvolved": page.tables, **pattern_figures(manifest, page.tables, busiest),
                         "templates": len(page.templates), "slRefs": page.front.get("sl_refs", []),
                         "staleSince": str(stale) if stale else None, "archived": page.archived})
     out.sort(key=lambda p: (p["staleSince"] is not None, -(p["executions"] or 0), p["connection"], p["slug"]))
     return {"patterns": out, "count": len(out)}
 
 
-def pattern_figures(manifest: dict[str, Any], tables: list[str]) -> dict[str, Any]:
+def busiest_table(manifest: dict[str, Any]) -> int:
+    """The executions of the connection's busiest table in the latest ingest (0 without one)."""
+    return max((int(t.get("executions") or 0) for t in (manifest.get("tableTotals") or {}).values()), default=0)
+
+
+def pattern_figures(manifest: dict[str, Any], tables: list[str], busiest: int) -> dict[str, Any]:
     """Executions and distinct users of the templates that read exactly ``tables`` (the latest ingest), with
-    the frequency tier: the higher of the absolute one and the share of the connection's busiest table."""
+    the frequency tier: the higher of the absolute one and the share of the connection's busiest table
+    (``busiest``: ``busiest_table(manifest)``, worked out once for all of a connection's pages)."""
     found = (manifest.get("tableSetTotals") or {}).get(",".join(sorted(tables)))
     if not found:
         return {"executions": None, "distinctUsers": None, "frequencyTier": None}
-    busiest = max((int(t.get("executions") or 0) for t in (manifest.get("tableTotals") or {}).values()), default=0)
     absolute = band(found["executions"], EXECUTION_BANDS)
     tier = frequency_tier(absolute, workload_tier(found["executions"], busiest))
     return {"executions": found["executions"], "distinctUsers": found["distinctUsers"], "frequencyTier": tier}

@@ -32,7 +32,7 @@ from khive.context import Context
 from khive.errors import NotFound, WriteConflict
 from khive.gcpause import paused_gc
 from khive.project.yamldoc import plain, quick_load, safe_yaml
-from packs.sl.guesses import guess, misread
+from packs.sl.guesses import free_name, guess, misread
 from packs.sl.index import known_sources
 from packs.sl.models import NAME_RE, Source
 from packs.sl.store import dump_yaml, list_sources, load_yaml, source_path, to_commented
@@ -70,14 +70,6 @@ def read_shards(files: FileStore, connection: str) -> dict[str, dict[str, Any]]:
 def safe_name(text: str) -> str:
     name = re.sub(r"[^A-Za-z0-9_]+", "_", text).strip("_") or "x"
     return name if NAME_RE.match(name) else f"t_{name}"
-
-
-def _free(name: str, taken: set[str]) -> str:
-    candidate, n = name, 2
-    while candidate in taken:
-        candidate, n = f"{name}_{n}", n + 1
-    taken.add(candidate)
-    return candidate
 
 
 class _Existing:
@@ -138,7 +130,7 @@ def _plan_names(tables: Mapping[str, dict[str, Any]], existing: _Existing, conne
             reasons.append(f"connection {', '.join(clashes)} also has a table {entry['name']}" if clashes
                            else f"source {base} belongs to connection {elsewhere[base]}")
             base = safe_name(f"{connection}_{base}")
-        names[key] = _free(base, taken)
+        names[key] = free_name(base, taken)
         if names[key] != base:
             reasons.append(f"{base} is taken by another source")
         if reasons:
@@ -158,7 +150,7 @@ def generate(tables: Mapping[str, dict[str, Any]], names: Mapping[str, str], dia
         taken: set[str] = set()
         for column in entry.get("columns") or []:
             original = str(column["name"])
-            cname = _free(safe_name(original), taken)
+            cname = free_name(safe_name(original), taken)
             renamed[original] = cname
             item: dict[str, Any] = {"name": cname, "type": TYPE_MAP.get(str(column.get("type")), "string")}
             if cname != original:
@@ -248,7 +240,7 @@ def _name_roles(source: dict[str, Any], notes: list[str]) -> None:
     for join in joins:
         role = join.pop("_role")
         if targets.count(join["to"]) > 1:
-            join["role"] = _free(role, used)
+            join["role"] = free_name(role, used)
     shared = sorted({t for t in targets if targets.count(t) > 1})
     for target in shared:
         roles = ", ".join(j["role"] for j in joins if j["to"] == target)

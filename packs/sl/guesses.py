@@ -73,7 +73,8 @@ def guess(table: str, columns: list[Mapping[str, Any]], renamed: Mapping[str, st
     column name, ``taken`` holds the names in use (the measures' names are added to it), ``keys`` the
     columns of foreign keys (never measures)."""
     out = Guesses()
-    out.measures.append({"name": _free(count_name, taken), "agg": "count", "description": f"Number of {table} rows"})
+    out.measures.append({"name": free_name(count_name, taken), "agg": "count",
+                         "description": f"Number of {table} rows"})
     prices: list[str] = []
     quantities: list[str] = []
     unclear: list[str] = []
@@ -86,13 +87,13 @@ def guess(table: str, columns: list[Mapping[str, Any]], renamed: Mapping[str, st
         if kind in ("amount", "quantity"):
             what = "an amount" if kind == "amount" else "a quantity"
             name = f"sum_{cname}" if cname.lower().startswith("total") else f"total_{cname}"
-            out.measures.append({"name": _free(name, taken), "agg": "sum", "expr": cname,
+            out.measures.append({"name": free_name(name, taken), "agg": "sum", "expr": cname,
                                  "description": f"Sum of {original} ({what}: adds up across rows)"})
             out.reasons.append(f"{original} is {what}, summed")
             if kind == "quantity":
                 quantities.append(cname)
         elif kind == "price":
-            out.measures.append({"name": _free(f"avg_{cname}", taken), "agg": "avg", "expr": cname,
+            out.measures.append({"name": free_name(f"avg_{cname}", taken), "agg": "avg", "expr": cname,
                                  "description": f"Average of {original} (a price or rate: a sum of it means nothing)"})
             out.reasons.append(f"{original} is a price or rate, averaged, never summed")
             if _unit_price(original):
@@ -101,7 +102,7 @@ def guess(table: str, columns: list[Mapping[str, Any]], renamed: Mapping[str, st
             unclear.append(original)
     if len(prices) == 1 and len(quantities) == 1:
         price, quantity = prices[0], quantities[0]
-        out.measures.append({"name": _free("revenue", taken), "agg": "sum", "expr": f"{price} * {quantity}",
+        out.measures.append({"name": free_name("revenue", taken), "agg": "sum", "expr": f"{price} * {quantity}",
                              "description": f"Sum of {price} x {quantity} per row (a price and a quantity on one row)"})
         discounts = [str(c["name"]) for c in columns if "discount" in name_words(str(c["name"]))]
         note = f"; {', '.join(discounts)} is not applied to it" if discounts else ""
@@ -131,7 +132,8 @@ def _numeric_fact(column: Mapping[str, Any]) -> bool:
             and not column.get("primaryKey") and not name.endswith("_id") and name != "id")
 
 
-def _free(name: str, taken: set[str]) -> str:
+def free_name(name: str, taken: set[str]) -> str:
+    """``name``, or ``name_2``, ``name_3``... the first not in ``taken``; it is added to ``taken``."""
     candidate, n = name, 2
     while candidate in taken:
         candidate, n = f"{name}_{n}", n + 1

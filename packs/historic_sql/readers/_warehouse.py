@@ -42,7 +42,7 @@ from packs.historic_sql.config import HistoricSqlConfig, ServiceAccountRule
 from packs.historic_sql.filters import SERVICE_ACCOUNT, iso, parse_time
 from packs.historic_sql.models import AggregatedTemplate, ProbeFinding, TemplateStats
 from packs.historic_sql.normalize import Normalizer
-from packs.historic_sql.readers._common import TOP_USERS, error, text_markers
+from packs.historic_sql.readers._common import TOP_USERS, error, text_markers, warning
 
 # statement / query types that read tables; DDL, SHOW, USE, scripts' parent jobs and the like stay out
 STATEMENT_TYPES = ("SELECT", "INSERT", "UPDATE", "DELETE", "MERGE", "CREATE_TABLE_AS_SELECT")
@@ -126,6 +126,24 @@ def client_failure(exc: Exception, where: str) -> ProbeFinding | None:
     if exc.code == "driver_unavailable":
         return error("client_library_missing", exc.message, fix)
     return error("connection_failed", f"cannot reach {where}: {exc.message}", fix)
+
+
+def retention_warnings(config: HistoricSqlConfig, retention_days: int, keeps: str) -> list[ProbeFinding]:
+    """A warning when windowDays reaches past the history the warehouse keeps (``keeps`` says what it keeps)."""
+    if config.windowDays <= retention_days:
+        return []
+    return [warning("window_exceeds_retention",
+                    f"windowDays is {config.windowDays} but {keeps}",
+                    f"set historicSql.windowDays to {retention_days} or less")]
+
+
+def truncation_warnings(rows: Rows, max_templates: int) -> list[ProbeFinding]:
+    """A warning when the aggregation came back with the cap of rows: rarer templates were left out."""
+    if len(rows) < max_templates:
+        return []
+    return [warning("result_truncated", f"the aggregation returned the cap of {max_templates} templates: "
+                                        "rarer templates were left out",
+                    "raise historicSql.minExecutions or shorten windowDays")]
 
 
 def first_row(rows: Rows) -> dict[str, Any]:

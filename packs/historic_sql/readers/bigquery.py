@@ -34,7 +34,9 @@ from packs.historic_sql.readers._warehouse import (
     WarehouseSpec,
     client_failure,
     first_row,
+    retention_warnings,
     templates_from_rows,
+    truncation_warnings,
 )
 from packs.historic_sql.readers._warehouse import aggregation_sql as _aggregation_sql
 
@@ -87,20 +89,13 @@ def aggregation_sql(config: HistoricSqlConfig, *, project: str | None = None, re
 
 def read_bigquery(runner: Runner, config: HistoricSqlConfig, *, project: str | None = None, region: str = "us",
                   now: datetime | None = None, max_templates: int = MAX_TEMPLATES) -> ReaderResult:
-    findings: list[ProbeFinding] = []
-    if config.windowDays > RETENTION_DAYS:
-        findings.append(warning("window_exceeds_retention",
-                                f"windowDays is {config.windowDays} but BigQuery keeps {RETENTION_DAYS} days of jobs",
-                                f"set historicSql.windowDays to {RETENTION_DAYS} or less"))
+    findings = retention_warnings(config, RETENTION_DAYS, f"BigQuery keeps {RETENTION_DAYS} days of jobs")
     sql = aggregation_sql(config, project=project, region=region, max_templates=max_templates)
     try:
         rows = runner(sql)
     except Exception as exc:  # the client library's errors are not ours to enumerate: report, never raise
         return ReaderResult([], [*findings, _failure(exc, project, region)])
-    if len(rows) >= max_templates:
-        findings.append(warning("result_truncated", f"the aggregation returned the cap of {max_templates} templates: "
-                                                    "rarer templates were left out",
-                                "raise historicSql.minExecutions or shorten windowDays"))
+    findings += truncation_warnings(rows, max_templates)
     normalizer = Normalizer("bigquery", config.redactionPatterns)
     return finish(templates_from_rows(rows, normalizer), findings, config, normalizer, now)
 
@@ -126,11 +121,7 @@ def probe(runner: Runner, config: HistoricSqlConfig, *, project: str | None = No
     """Whether the reader can see the datasets and the job history, each problem with what to grant."""
     queries = probe_sql(config, project=project, region=region)
     where = f"BigQuery project {project or '(the credentials default)'}, region {region}"
-    findings: list[ProbeFinding] = []
-    if config.windowDays > RETENTION_DAYS:
-        findings.append(warning("window_exceeds_retention",
-                                f"windowDays is {config.windowDays} but BigQuery keeps {RETENTION_DAYS} days of jobs",
-                                f"set historicSql.windowDays to {RETENTION_DAYS} or less"))
+    findings = retention_warnings(config, RETENTION_DAYS, f"BigQuery keeps {RETENTION_DAYS} days of jobs")
     try:
         datasets = int(first_row(runner(queries["catalog"])).get("datasets") or 0)
     except Exception as exc:  # the driver's errors name the cause; a missing library or no access stops here

@@ -35,7 +35,9 @@ from packs.historic_sql.readers._warehouse import (
     WarehouseSpec,
     client_failure,
     first_row,
+    retention_warnings,
     templates_from_rows,
+    truncation_warnings,
 )
 from packs.historic_sql.readers._warehouse import aggregation_sql as _aggregation_sql
 
@@ -94,11 +96,7 @@ def aggregation_sql(config: HistoricSqlConfig, *, key: str = PARAMETERIZED_KEY,
 
 def read_snowflake(runner: Runner, config: HistoricSqlConfig, *, now: datetime | None = None,
                    max_templates: int = MAX_TEMPLATES) -> ReaderResult:
-    findings: list[ProbeFinding] = []
-    if config.windowDays > RETENTION_DAYS:
-        findings.append(warning("window_exceeds_retention",
-                                f"windowDays is {config.windowDays} but ACCOUNT_USAGE keeps {RETENTION_DAYS} days",
-                                f"set historicSql.windowDays to {RETENTION_DAYS} or less"))
+    findings = retention_warnings(config, RETENTION_DAYS, f"ACCOUNT_USAGE keeps {RETENTION_DAYS} days")
     try:
         try:
             rows = runner(aggregation_sql(config, max_templates=max_templates))
@@ -109,10 +107,7 @@ def read_snowflake(runner: Runner, config: HistoricSqlConfig, *, now: datetime |
             rows = runner(aggregation_sql(config, key=TEXT_KEY, max_templates=max_templates))
     except Exception as exc:  # report, never raise
         return ReaderResult([], [*findings, _failure(exc)])
-    if len(rows) >= max_templates:
-        findings.append(warning("result_truncated", f"the aggregation returned the cap of {max_templates} templates: "
-                                                    "rarer templates were left out",
-                                "raise historicSql.minExecutions or shorten windowDays"))
+    findings += truncation_warnings(rows, max_templates)
     normalizer = Normalizer("snowflake", config.redactionPatterns)
     return finish(templates_from_rows(rows, normalizer), findings, config, normalizer, now)
 
@@ -135,11 +130,7 @@ def probe_sql(config: HistoricSqlConfig, *, database: str | None = None, hashed:
 def probe(runner: Runner, config: HistoricSqlConfig, *, database: str | None = None) -> list[ProbeFinding]:
     """Whether the session has a warehouse, sees tables and can read QUERY_HISTORY, each problem with its fix."""
     queries = probe_sql(config, database=database)
-    findings: list[ProbeFinding] = []
-    if config.windowDays > RETENTION_DAYS:
-        findings.append(warning("window_exceeds_retention",
-                                f"windowDays is {config.windowDays} but ACCOUNT_USAGE keeps {RETENTION_DAYS} days",
-                                f"set historicSql.windowDays to {RETENTION_DAYS} or less"))
+    findings = retention_warnings(config, RETENTION_DAYS, f"ACCOUNT_USAGE keeps {RETENTION_DAYS} days")
     try:
         session = first_row(runner(queries["session"]))
     except Exception as exc:  # a missing library or a failed login stops here, with the driver's fix
