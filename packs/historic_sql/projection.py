@@ -65,7 +65,9 @@ def _edit(yaml: YAML, text: str | None, *, change: Callable[[dict[str, Any]], bo
     """The new text when ``change`` edited the loaded document, else the text unchanged.
 
     ``change`` runs first on plain data read by libyaml: a file it leaves alone (most sources and shards of a
-    big warehouse: the log names a few tables) is never loaded round-trip. The round-trip load is for edits."""
+    big warehouse: the log names a few tables) is never loaded round-trip. The round-trip load is for edits.
+    So ``change`` may run twice: whatever it reports on the side (``entries``, ``seen``) it must reset first,
+    so the round-trip run's report is the one kept."""
     if not text:
         return text
     quick = quick_load(text)
