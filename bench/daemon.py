@@ -12,6 +12,10 @@
    daemon against ``KHIVE_NO_DAEMON=1``, interleaved, median of the rounds (goal: warm >= 5x faster).
    The verb is the heaviest read available: ``discover.search`` when that pack is registered, else
    ``scan.tables``. The daemon is started and warmed (one request) before timing.
+3. A request near the 1 MiB cap (``ping(echo=[1, 1, ...])``, 500,000 elements; ``--large-only`` runs just
+   this, on an empty project): what parsing once at the edge saves (ADR 0044). The edge parses the text
+   (``parse``), then the same request goes to the same daemon as text (``ops``: the daemon parses it
+   again, as every client did before) and as the parsed request (``request``), interleaved; medians.
 
 Packs: KHIVE_PACKS (default core,wiki,scan,sl,discover: every pack that loads without a warehouse).
 Temp directories, the daemon and its socket are removed at the end, also on failure.
@@ -141,7 +145,7 @@ def round_trips(project: Path, env: dict[str, str], rounds: int, per_round: int)
     runtime = open_runtime(project, env)
     socket = Path(env["KHIVE_SOCKET"])
     config_id = protocol.identity_key(project, env)
-    frame = protocol.request(request_id="", ops="verbs()", presentation="agent", principal="operator:bench",
+    frame = protocol.request(request_id="", parsed=parse("verbs()"), presentation="agent", principal="operator:bench",
                              transport=CLI, user="bench")
     local: list[float] = []
     fresh: list[float] = []
@@ -245,10 +249,61 @@ def end_to_end(project: Path, env: dict[str, str], ops: str, rounds: int) -> dic
             "warm_runs_s": [round(v, 3) for v in warm], "no_daemon_runs_s": [round(v, 3) for v in cold]}
 
 
+def large_request(project: Path, env: dict[str, str], elements: int, rounds: int) -> dict[str, Any]:
+    text = "ping(echo=[" + ",".join("1" * elements) + "])"
+    config_id = protocol.identity_key(project, env)
+    edge: list[float] = []
+    as_text: list[float] = []
+    as_parsed: list[float] = []
+
+    def send(frame: dict[str, Any]) -> float:
+        started = time.perf_counter()
+        with DaemonConnection.open(Path(env["KHIVE_SOCKET"])) as connection:
+            connection.call(protocol.hello(config_id))
+            envelope = connection.request(frame)
+        if envelope["status"] != "success":
+            raise RuntimeError(f"the large request failed: {str(envelope)[:2000]}")
+        return time.perf_counter() - started
+
+    common = {"request_id": "", "presentation": "agent", "principal": "operator:bench", "transport": CLI,
+              "user": "bench"}
+    for _ in range(rounds):
+        started = time.perf_counter()
+        request = parse(text)
+        edge.append(time.perf_counter() - started)
+        as_text.append(send(protocol.request(ops=text, **common)))
+        as_parsed.append(send(protocol.request(parsed=request, **common)))
+    edge_s, text_s, parsed_s = (statistics.median(values) for values in (edge, as_text, as_parsed))
+    return {"elements": elements, "chars": len(text), "rounds": rounds, "edge_parse_s": round(edge_s, 3),
+            "daemon_given_text_s": round(text_s, 3), "daemon_given_parsed_s": round(parsed_s, 3),
+            "total_parsed_twice_s": round(edge_s + text_s, 3), "total_parsed_once_s": round(edge_s + parsed_s, 3),
+            "once_vs_twice": round((edge_s + parsed_s) / (edge_s + text_s), 3)}
+
+
+def large_only(rounds: int) -> None:
+    with ExitStack() as stack:
+        base = Path(tempfile.mkdtemp(prefix="kdb-", dir="/tmp"))
+        stack.callback(shutil.rmtree, base, True)
+        env = {key: value for key, value in os.environ.items() if not key.startswith("KHIVE_")}
+        env.update(KHIVE_HOME=str(base / "home"), KHIVE_SOCKET=str(base / "home" / "khived.sock"),
+                   KHIVE_PACKS=PACKS, KHIVE_DAEMON_IDLE="600")
+        project = base / "project"
+        init_project(project, "bench")
+        daemon = start_daemon(project, env, base / "daemon.log")
+        stack.callback(lambda: (daemon.terminate(), daemon.wait(timeout=30)))
+        wait_warm(Path(env["KHIVE_SOCKET"]))
+        result = {"bench": "daemon", "large_request": large_request(project, env, 500_000, rounds)}
+    print(orjson.dumps(result).decode())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--large-only", action="store_true", help="only section 3, the large request")
     args = parser.parse_args()
+    if args.large_only:
+        large_only(3 if args.quick else 5)
+        return
     tables, rounds, per_round, e2e_rounds = (1000, 3, 50, 3) if args.quick else (10_000, 10, 100, 7)
     with ExitStack() as stack:
         base = Path(tempfile.mkdtemp(prefix="kdb-", dir="/tmp"))
@@ -277,11 +332,12 @@ def main() -> None:
         e2e["verb_in_daemon_ms"] = verb_ms(project, env, ops.split("(", 1)[0])
         e2e["verb_in_process_warm_ms"] = in_process_verb_ms(project, env, ops, e2e_rounds)
         e2e["warm_tasks"] = {f"{t['pack']}.{t['name']}": t.get("seconds") for t in status["warm"]["tasks"]}
+        large = large_request(project, env, 500_000, 3 if args.quick else 5)
     result = {
         "bench": "daemon", "tables": tables, "packs": PACKS, "setup_s": round(setup_s, 1),
         "verbs_round_trip": trips, "socket_p50_ms": trips["socket_fresh"]["p50_ms"],
         "socket_vs_in_process_p50": round(trips["socket_fresh"]["p50_ms"] / trips["in_process"]["p50_ms"], 2),
-        "end_to_end": e2e, "end_to_end_speedup": e2e["speedup"], "goals": GOALS,
+        "end_to_end": e2e, "end_to_end_speedup": e2e["speedup"], "large_request": large, "goals": GOALS,
         "meets_goals": trips["socket_fresh"]["p50_ms"] <= GOALS["socket_p50_ms"]
         and e2e["speedup"] >= GOALS["end_to_end_speedup"],
     }

@@ -1,8 +1,9 @@
 """Where one op's work runs: the threading rule of ADR 0027, as the dispatcher applies it.
 
 One event loop answers every agent of a daemon, so it only does work whose cost has a small fixed
-bound: the dispatcher's bookkeeping, parsing a request text of at most ``INLINE_PARSE_CHARS``, and
-finishing (depth guard, dump, presentation) a result of at most ``INLINE_RESULT_NODES`` values.
+bound: the dispatcher's bookkeeping, parsing a request text of at most ``INLINE_PARSE_CHARS`` (or
+checking a request its client parsed, of at most ``INLINE_REQUEST_NODES`` values), and finishing
+(depth guard, dump, presentation) a result of at most ``INLINE_RESULT_NODES`` values.
 Everything whose cost grows with its input runs in a worker thread (``khive.threads``):
 
 - a plain ``def`` handler runs in a worker, and its result is finished in the same worker;
@@ -23,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from khive.context import Context
-from khive.dsl import parse
+from khive.dsl import jsonform, parse
 from khive.dsl.nodes import Request
 from khive.errors import OpError, ResultTooDeep
 from khive.guard import within_depth
@@ -34,6 +35,7 @@ from khive.values import jsonable
 from khive.verbs import Verb
 
 INLINE_PARSE_CHARS = 1024  # the slowest DSL texts parse at ~3.5 us a character: at most ~4 ms on the loop
+INLINE_REQUEST_NODES = 1000  # checking a parsed request's shape costs well under 1 us a value
 INLINE_RESULT_NODES = 1000  # finishing costs ~0.5 us a value: at most ~0.5 ms on the loop
 
 
@@ -106,3 +108,11 @@ async def parse_request(text: str) -> Request:
     if len(text) <= INLINE_PARSE_CHARS:
         return parse(text)
     return await run_blocking(parse, text)
+
+
+async def request_from_data(data: Any) -> Request:
+    """A request its client parsed, from the JSON form's data (``jsonform.from_data``); in a worker thread
+    when it holds many values."""
+    if _at_most(data, INLINE_REQUEST_NODES):
+        return jsonform.from_data(data)
+    return await run_blocking(jsonform.from_data, data)

@@ -108,7 +108,7 @@ def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: Daemo
 
             return anyio.from_thread.run(ask)
 
-        call = Call(text, request, ctx.principal, ctx.transport, ctx.presentation, ctx.request_id, ctx.user,
+        call = Call(request, ctx.principal, ctx.transport, ctx.presentation, ctx.request_id, ctx.user,
                     sampler=sampler, on_sample=sample if sampler is not None else None, client=ctx.client)
 
         outcome = await anyio.to_thread.run_sync(

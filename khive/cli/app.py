@@ -219,7 +219,7 @@ def _request(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     project = locate_project(args.project, os.environ, Path.cwd())
     try:
-        outcome = _forward(args, text, request, project, settings)
+        outcome = _forward(args, request, project, settings)
         if isinstance(outcome, dict):
             envelope = outcome
         else:
@@ -268,7 +268,7 @@ def _audit_parse_error(args: argparse.Namespace, text: str, exc: DslSyntaxError)
         print("khive: the parse error could not be written to the audit trail", file=sys.stderr)
 
 
-def _forward(args: argparse.Namespace, text: str, request: Request, project: Path,
+def _forward(args: argparse.Namespace, request: Request, project: Path,
              settings: DaemonSettings) -> dict[str, Any] | Local:
     from khive.daemon.client import Call, Local, forward_or_spawn
 
@@ -282,7 +282,7 @@ def _forward(args: argparse.Namespace, text: str, request: Request, project: Pat
             progress_bar = RichProgressSink().__enter__()
         progress_bar.update(done, total, message)
 
-    call = Call(text, request, operator_principal(), CLI, args.presentation, args.request_id,
+    call = Call(request, operator_principal(), CLI, args.presentation, args.request_id,
                 operator_principal().split(":", 1)[1])
     try:
         outcome: Forwarded | Local = forward_or_spawn(call, project=project, env=os.environ, settings=settings,

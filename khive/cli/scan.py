@@ -34,7 +34,7 @@ def handler(args: argparse.Namespace) -> int:
     if args.json:
         return cli._request(args)
     project = locate_project(args.project, os.environ, Path.cwd())
-    outcome = cli._forward(args, text, parse(text), project, settings_from_env(os.environ))
+    outcome = cli._forward(args, parse(text), project, settings_from_env(os.environ))
     envelope = outcome if isinstance(outcome, dict) else cli._dispatch_locally(args, text, project)
     result = envelope["results"][0]
     if not result["ok"]:

@@ -1,7 +1,8 @@
 """forward_or_spawn: send a request to the warm daemon, starting it when needed, else say why not.
 
 Used by ``khive request``, ``khive mcp`` and ``khive serve``. The caller has parsed the text
-already (a syntax error never reaches the daemon). The answer is an envelope, or ``Local``: the
+already (a syntax error never reaches the daemon), and the daemon gets the parsed request, not the text
+(ADR 0044): a request is parsed once. The answer is an envelope, or ``Local``: the
 caller dispatches in-process. ``Local(chosen=True)`` is deliberate (``KHIVE_NO_DAEMON=1``); any
 other ``Local`` is a fallback, which ``KHIVE_DAEMON_STRICT=1`` turns into a per-op error envelope
 instead. A ``save_to`` argument names a file under the project's ``exports/`` (khive/sink.py), which
@@ -63,7 +64,6 @@ class Forwarded:
 class Call:
     """One request as the daemon needs it."""
 
-    text: str
     request: Request
     principal: str
     transport: str
@@ -110,7 +110,7 @@ def _forward(call: Call, project: Path, env: Mapping[str, str], settings: Daemon
                          f"(project {hello.get('project')}, config_id {hello.get('config_id')}; this process: "
                          f"{config_id})")
         sampling = bool(call.sampler.available) if call.sampler is not None else None
-        frame = protocol.request(request_id=call.request_id, ops=call.text, presentation=call.presentation,
+        frame = protocol.request(request_id=call.request_id, parsed=call.request, presentation=call.presentation,
                                  principal=call.principal, transport=call.transport, user=call.user,
                                  sampling=sampling, client=call.client)
         try:

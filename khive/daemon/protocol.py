@@ -3,14 +3,18 @@
     client -> daemon                                 daemon -> client
     {"type": "hello", "protocol", "version",         {"type": "hello", "protocol", "version", "config_id",
      "config_id"}                                      "runtime_config_id", "pid", "project", "writes"}
-    {"type": "request", "id", "ops", "presentation",  {"type": "progress", "done", "total", "message"} ...
-     "principal", "transport", "user", "sampling"?,   {"type": "sample", "seq", "key", "system", "prompt",
-     "client"?}                                        "max_tokens"} (MCP sampling, answered by the caller)
+    {"type": "request", "id", "request" | "ops",      {"type": "progress", "done", "total", "message"} ...
+     "presentation", "principal", "transport",        {"type": "sample", "seq", "key", "system", "prompt",
+     "user", "sampling"?, "client"?}                   "max_tokens"} (MCP sampling, answered by the caller)
     {"type": "sampled", "seq", "text" | "error"}
                                                      {"type": "envelope", "envelope"}
     {"type": "status"}                               {"type": "status", ...}
     {"type": "stop"}                                 {"type": "stopping", "pid"}
                                                      {"type": "error", "code", "message", "details"}
+
+A request carries ``request``, the request its client parsed, in the JSON form's data
+(``khive.dsl.jsonform.render``), so the daemon never parses it again (ADR 0044); ``ops``, the
+request text, is for raw clients of the socket, and the daemon parses that itself.
 
 ``config_id`` on the wire is the identity key below, which a client computes without loading
 any pack: the project path, the bytes of khive.yaml, the values of the env: variables it refers
@@ -30,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from khive import __version__
+from khive.dsl import jsonform
+from khive.dsl.nodes import Request
 from khive.project.envfile import with_env_file
 from khive.project.locate import CONFIG_NAME
 
@@ -80,13 +86,21 @@ def hello(config_id: str) -> dict[str, Any]:
     return {"type": "hello", "protocol": PROTOCOL, "version": __version__, "config_id": config_id}
 
 
-def request(*, request_id: str, ops: str, presentation: str, principal: str, transport: str,
-            user: str, sampling: bool | None = None, client: str = "") -> dict[str, Any]:
-    """``sampling``: None when the caller has no MCP session, else whether its client can sample.
-    ``client``: what the MCP client calls itself, for the audit. The daemon decides the principal from
-    the peer's uid (ADR 0032): the frame's may narrow it, never widen it."""
-    frame: dict[str, Any] = {"type": "request", "id": request_id, "ops": ops, "presentation": presentation,
+def request(*, request_id: str, presentation: str, principal: str, transport: str, user: str,
+            parsed: Request | None = None, ops: str | None = None, sampling: bool | None = None,
+            client: str = "") -> dict[str, Any]:
+    """Exactly one of ``parsed`` (sent in the JSON form) and ``ops`` (text the daemon parses). ``sampling``:
+    None when the caller has no MCP session, else whether its client can sample. ``client``: what the MCP
+    client calls itself, for the audit. The daemon decides the principal from the peer's uid (ADR 0032):
+    the frame's may narrow it, never widen it."""
+    if (parsed is None) == (ops is None):
+        raise ValueError("a request frame carries exactly one of parsed and ops")
+    frame: dict[str, Any] = {"type": "request", "id": request_id, "presentation": presentation,
                              "principal": principal, "transport": transport, "user": user}
+    if parsed is not None:
+        frame["request"] = jsonform.render(parsed)
+    else:
+        frame["ops"] = ops
     if sampling is not None:
         frame["sampling"] = sampling
     if client:
@@ -98,7 +112,7 @@ def error(code: str, message: str, **details: Any) -> dict[str, Any]:
     return {"type": "error", "code": code, "message": message, "details": details}
 
 
-REQUEST_FIELDS = {"id": str, "ops": str, "presentation": str, "principal": str, "transport": str, "user": str}
+REQUEST_FIELDS = {"id": str, "presentation": str, "principal": str, "transport": str, "user": str}
 
 
 def request_problem(message: Mapping[str, Any], presentations: tuple[str, ...],
@@ -107,6 +121,10 @@ def request_problem(message: Mapping[str, Any], presentations: tuple[str, ...],
     for name, kind in REQUEST_FIELDS.items():
         if not isinstance(message.get(name), kind):
             return f"request field {name!r} is missing or not a {kind.__name__}"
+    if ("request" in message) == ("ops" in message):
+        return "a request frame carries exactly one of 'request' (the parsed request) and 'ops' (its text)"
+    if "ops" in message and not isinstance(message["ops"], str):
+        return "request field 'ops' must be the request text (a string)"
     if message["presentation"] not in presentations:
         return f"request field 'presentation' must be one of {', '.join(presentations)}"
     if message["transport"] not in transports:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import orjson
 from anyio.abc import SocketAttribute, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
@@ -29,7 +30,7 @@ from khive.daemon.sampling import RemoteSampler
 from khive.daemon.warm import WarmState
 from khive.dispatch import dispatch
 from khive.errors import DaemonError, DslSyntaxError
-from khive.execution import parse_request
+from khive.execution import parse_request, request_from_data
 from khive.failure import unexpected_failure
 from khive.identity import client_label
 from khive.project.envfile import ENV_FILE, env_file
@@ -168,9 +169,10 @@ class DaemonServer:
         principal, user = principal_for(message["principal"], message["transport"], peer_uid)
         client = client_label(message.get("client"))
         try:
-            parsed = await parse_request(message["ops"])  # a long text parses in a worker thread
+            parsed = await _request_of(message)
         except DslSyntaxError as exc:
-            await audit_parse_error(self.runtime.audit, exc, message["ops"], request_id=message["id"],
+            text = message.get("ops") or orjson.dumps(message["request"]).decode()
+            await audit_parse_error(self.runtime.audit, exc, text, request_id=message["id"],
                                     principal=principal, transport=message["transport"],
                                     user=user or message["user"], client=client)
             await _send(stream, protocol.error(exc.code, exc.message, **exc.details))
@@ -229,6 +231,13 @@ class DaemonServer:
             log.exception("the envelope of request %s cannot be encoded", request_id)
             failed = unexpected_failure([op.verb for op in parsed.ops], request_id, "daemon", exc)
             return encode({"type": "envelope", "envelope": failed})
+
+
+async def _request_of(message: dict[str, Any]) -> Request:
+    """The request a frame carries: parsed at the edge (only its shape is checked here), or text to parse."""
+    if "request" in message:
+        return await request_from_data(message["request"])
+    return await parse_request(message["ops"])
 
 
 def _read(path: Path) -> bytes | None:

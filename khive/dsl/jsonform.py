@@ -6,6 +6,11 @@
 
 A string argument that is exactly a reference (``"$prev.items[0].id"``) becomes a ``Ref``; a
 leading backslash (``"\\\\$prev"`` in JSON text) keeps it a literal string.
+
+The same form carries a parsed request from the edge (CLI, MCP) to the daemon: ``render`` turns a
+``Request`` into this form's data and ``from_data`` builds it back, so a request is parsed once, at
+the edge, and the daemon only checks the shape (orjson has decoded the frame already, which bounds
+integers and refuses lone surrogates).
 """
 
 from __future__ import annotations
@@ -41,6 +46,41 @@ def parse_json_form(text: str) -> Request:
         raise syntax_error(text, exc.lineno or 1, exc.colno or 1, f"invalid JSON: {message}", reason) from None
     values.check_json_integers(text)
     _check_depth(text, data)
+    return _build(text, data)
+
+
+def from_data(data: Any) -> Request:
+    """The request that ``render`` made ``data`` from; a ``DslSyntaxError`` when ``data`` is not that form.
+    Each op's arguments may nest as deep as the DSL allows inside its parentheses."""
+    ops = data.get("chain") if isinstance(data, dict) and "chain" in data else data
+    for op in ops if isinstance(ops, list) else [ops]:
+        if isinstance(op, dict) and isinstance(op.get("args"), dict):
+            _check_depth("", op["args"])
+    return _build("", data)
+
+
+def render(request: Request) -> Any:
+    """``request`` as this form's data (orjson-encodable): references as ``"$prev..."`` strings, a literal
+    string that would read as one escaped with a leading backslash."""
+    ops = [{"verb": op.verb, "args": {key: _unrefs(value) for key, value in op.args.items()}} for op in request.ops]
+    if request.mode is Mode.CHAIN:
+        return {"chain": ops}
+    return ops if request.mode is Mode.PARALLEL else ops[0]
+
+
+def _unrefs(value: Any) -> Any:
+    if isinstance(value, Ref):
+        return str(value)
+    if isinstance(value, str):
+        return "\\" + value if value.lstrip("\\").startswith("$prev") else value
+    if isinstance(value, (list, tuple)):
+        return [_unrefs(item) for item in value]
+    if isinstance(value, (dict, MappingProxyType)):
+        return {key: _unrefs(item) for key, item in value.items()}
+    return value
+
+
+def _build(text: str, data: Any) -> Request:
     if isinstance(data, list):
         if not data:
             raise syntax_error(text, 1, 1, "empty batch: a batch needs at least one op", "empty-batch")
@@ -113,7 +153,7 @@ def _has_ref(value: Any) -> bool:
 
 
 def _check_depth(text: str, data: Any) -> None:
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
+    if text and text.count("[") + text.count("{") <= MAX_DEPTH:
         return  # cannot nest deeper than the number of openers
     stack: list[tuple[Any, int]] = [(data, 1)]
     while stack:
@@ -129,4 +169,4 @@ def _check_depth(text: str, data: Any) -> None:
             stack.extend((child, depth + 1) for child in item)
 
 
-__all__ = ["DslSyntaxError", "parse_json_form"]
+__all__ = ["DslSyntaxError", "from_data", "parse_json_form", "render"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,7 @@ def test_the_request_command_is_recognised_without_the_full_parser() -> None:
 
 def test_deliberate_local_paths_and_the_strict_error_shape(tmp_path: Path) -> None:
     settings = settings_from_env({"KHIVE_HOME": str(tmp_path), "KHIVE_NO_DAEMON": "1", "KHIVE_DAEMON_STRICT": "1"})
-    call = Call("[ping(), d.write(tag=\"x\")]", parse("[ping(), d.write(tag=\"x\")]"), "operator:t", "cli")
+    call = Call(parse("[ping(), d.write(tag=\"x\")]"), "operator:t", "cli")
     assert forward_or_spawn(call, project=tmp_path, env={}, settings=settings) == Local("KHIVE_NO_DAEMON=1",
                                                                                         chosen=True)
     envelope = failed_envelope(call, "daemon_unavailable", "why", socket="/s")
@@ -100,3 +101,41 @@ def test_deliberate_local_paths_and_the_strict_error_shape(tmp_path: Path) -> No
     assert [r["verb"] for r in envelope["results"]] == ["ping", "d.write"] and envelope["status"] == "failed"
     assert envelope["results"][1]["error"] == {"code": "daemon_unavailable", "message": "why",
                                                "details": {"socket": "/s"}}
+
+
+def test_the_client_sends_the_daemon_the_request_it_parsed_not_its_text(tmp_path: Path) -> None:
+    """ADR 0044: parse once at the edge. A stand-in daemon on the socket records the frame it is sent."""
+    project = tmp_path / "project"
+    init_project(project, "parse-once")
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    settings = settings_from_env({"KHIVE_HOME": str(home)})
+    config_id = protocol.identity_key(project, {})
+    received: list[dict[str, object]] = []
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(settings.socket))
+    listener.listen(1)
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            frames.recv_frame(connection)
+            frames.send_frame(connection, {"type": "hello", "protocol": protocol.PROTOCOL, "config_id": config_id,
+                                           "pid": 1, "writes": []})
+            received.append(frames.recv_frame(connection))
+            frames.send_frame(connection, {"type": "envelope", "envelope": {"status": "success", "results": []}})
+
+    server = threading.Thread(target=serve)
+    server.start()
+    try:
+        text = 'd.read(tag="a") | d.read(tag="\\$prev.tag", note=$prev.tag)'
+        outcome = forward_or_spawn(Call(parse(text), "operator:t", "cli", request_id="r-1"), project=project,
+                                   env={}, settings=settings)
+    finally:
+        server.join(timeout=30)
+        listener.close()
+    assert not isinstance(outcome, Local), outcome
+    [frame] = received
+    assert "ops" not in frame
+    assert frame["request"] == {"chain": [{"verb": "d.read", "args": {"tag": "a"}},
+                                          {"verb": "d.read", "args": {"tag": "\\$prev.tag", "note": "$prev.tag"}}]}

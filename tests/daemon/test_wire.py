@@ -15,6 +15,7 @@ import pytest
 from daemon_helpers import Daemon, audit
 
 from khive.daemon import frames, protocol
+from khive.dsl import parse
 
 pytestmark = pytest.mark.slow
 
@@ -142,3 +143,58 @@ def test_connections_from_another_uid_are_refused(daemon: Daemon, project: Path)
     assert f"uid {os.getuid()} only" in answer["message"] and answer["details"]["uid"] == pwd.getpwnam("nobody").pw_uid
     assert "refused a connection" in daemon.log()
     assert daemon.status(project)["requests_served"] == 0
+
+
+def _hello(sock: socket.socket, status: dict[str, object]) -> None:
+    frames.send_frame(sock, protocol.hello(str(status["config_id"])))
+    assert frames.recv_frame(sock)["type"] == "hello"
+
+
+def _request_frame(**carried: object) -> dict[str, object]:
+    return {"type": "request", "id": "wire-1", "presentation": "agent", "principal": "operator:t",
+            "transport": "cli", "user": "t", **carried}
+
+
+def test_a_request_parsed_by_its_client_runs_as_parsed(daemon: Daemon, project: Path) -> None:
+    """ADR 0044: the frame carries the parsed request; references and look-alike strings keep their meaning."""
+    status = started(daemon, project)
+    text = r'd.read(tag="first", note="\$prev.tag") | d.read(tag="second", note=[$prev.tag, "$previous"])'
+    with connect(daemon.socket) as sock:
+        _hello(sock, status)
+        frames.send_frame(sock, protocol.request(request_id="parsed-1", parsed=parse(text), presentation="verbose",
+                                                 principal="operator:t", transport="cli", user="t"))
+        envelope = frames.recv_frame(sock)["envelope"]
+    first, second = (result["result"] for result in envelope["results"])
+    assert envelope["status"] == "success", envelope
+    assert (first["tag"], second["tag"]) == ("first", "second")
+    [event] = [e for e in audit(project, daemon.env) if e["requestId"] == "parsed-1" and e["args"]["tag"] == "second"]
+    assert event["args"]["note"] == ["first", "$previous"]
+    [event] = [e for e in audit(project, daemon.env) if e["requestId"] == "parsed-1" and e["args"]["tag"] == "first"]
+    assert event["args"]["note"] == "$prev.tag"
+
+
+@pytest.mark.parametrize(("carried", "expected"), [
+    ({"ops": 'd.read(tag="x")', "request": {"verb": "d.read", "args": {"tag": "x"}}}, "exactly one of"),
+    ({}, "exactly one of"),
+    ({"ops": ["d.read"]}, "'ops' must be the request text"),
+])
+def test_a_frame_must_carry_the_request_once(daemon: Daemon, project: Path, carried: dict[str, object],
+                                             expected: str) -> None:
+    status = started(daemon, project)
+    with connect(daemon.socket) as sock:
+        _hello(sock, status)
+        frames.send_frame(sock, _request_frame(**carried))
+        answer = frames.recv_frame(sock)
+    assert answer["code"] == "bad_frame" and expected in answer["message"], answer
+
+
+def test_a_parsed_request_of_the_wrong_shape_is_refused_and_audited(daemon: Daemon, project: Path) -> None:
+    status = started(daemon, project)
+    with connect(daemon.socket) as sock:
+        _hello(sock, status)
+        frames.send_frame(sock, _request_frame(id="badshape-1", request={"chain": [
+            {"verb": "d.read", "args": {"tag": "$prev.tag"}}]}))
+        answer = frames.recv_frame(sock)
+    assert answer["code"] == "parse_error" and answer["details"]["reason"] == "prev-in-first-op", answer
+    [event] = [e for e in audit(project, daemon.env) if e["requestId"] == "badshape-1"]
+    assert (event["verb"], event["outcome"]) == ("(parse)", "parse_error")
