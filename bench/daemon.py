@@ -280,18 +280,38 @@ def large_request(project: Path, env: dict[str, str], elements: int, rounds: int
             "once_vs_twice": round((edge_s + parsed_s) / (edge_s + text_s), 3)}
 
 
+def workspace(stack: ExitStack) -> tuple[Path, dict[str, str]]:
+    """A temp directory (removed at the end) and the environment of a private daemon in it."""
+    base = Path(tempfile.mkdtemp(prefix="kdb-", dir="/tmp"))
+    stack.callback(shutil.rmtree, base, True)
+    env = {key: value for key, value in os.environ.items() if not key.startswith("KHIVE_")}
+    env.update(KHIVE_HOME=str(base / "home"), KHIVE_SOCKET=str(base / "home" / "khived.sock"),
+               KHIVE_PACKS=PACKS, KHIVE_DAEMON_IDLE="600")
+    return base, env
+
+
+def warm_daemon(stack: ExitStack, base: Path, project: Path, env: dict[str, str]) -> dict[str, Any]:
+    """Start ``khive daemon run`` (stopped at the end) and wait until it is warm; its status."""
+    daemon = start_daemon(project, env, base / "daemon.log")
+
+    def stop() -> None:
+        daemon.terminate()
+        try:
+            daemon.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+
+    stack.callback(stop)
+    return wait_warm(Path(env["KHIVE_SOCKET"]))
+
+
 def large_only(rounds: int) -> None:
     with ExitStack() as stack:
-        base = Path(tempfile.mkdtemp(prefix="kdb-", dir="/tmp"))
-        stack.callback(shutil.rmtree, base, True)
-        env = {key: value for key, value in os.environ.items() if not key.startswith("KHIVE_")}
-        env.update(KHIVE_HOME=str(base / "home"), KHIVE_SOCKET=str(base / "home" / "khived.sock"),
-                   KHIVE_PACKS=PACKS, KHIVE_DAEMON_IDLE="600")
+        base, env = workspace(stack)
         project = base / "project"
         init_project(project, "bench")
-        daemon = start_daemon(project, env, base / "daemon.log")
-        stack.callback(lambda: (daemon.terminate(), daemon.wait(timeout=30)))
-        wait_warm(Path(env["KHIVE_SOCKET"]))
+        warm_daemon(stack, base, project, env)
         result = {"bench": "daemon", "large_request": large_request(project, env, 500_000, rounds)}
     print(orjson.dumps(result).decode())
 
@@ -306,27 +326,12 @@ def main() -> None:
         return
     tables, rounds, per_round, e2e_rounds = (1000, 3, 50, 3) if args.quick else (10_000, 10, 100, 7)
     with ExitStack() as stack:
-        base = Path(tempfile.mkdtemp(prefix="kdb-", dir="/tmp"))
-        stack.callback(shutil.rmtree, base, True)
-        env = {key: value for key, value in os.environ.items() if not key.startswith("KHIVE_")}
-        env.update(KHIVE_HOME=str(base / "home"), KHIVE_SOCKET=str(base / "home" / "khived.sock"),
-                   KHIVE_PACKS=PACKS, KHIVE_DAEMON_IDLE="600")
+        base, env = workspace(stack)
         project = base / "project"
         started = time.perf_counter()
         ops = make_project(project, tables, env)
         setup_s = time.perf_counter() - started
-        daemon = start_daemon(project, env, base / "daemon.log")
-
-        def stop() -> None:
-            daemon.terminate()
-            try:
-                daemon.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
-                daemon.wait()
-
-        stack.callback(stop)
-        status = wait_warm(Path(env["KHIVE_SOCKET"]))
+        status = warm_daemon(stack, base, project, env)
         trips = round_trips(project, env, rounds, per_round)
         e2e = end_to_end(project, env, ops, e2e_rounds)
         e2e["verb_in_daemon_ms"] = verb_ms(project, env, ops.split("(", 1)[0])
