@@ -9,6 +9,7 @@ a write that started finishes. The threading rule itself is ADR 0027 and ``khive
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -16,6 +17,16 @@ from typing import Any, TypeVar
 import anyio.to_thread
 
 T = TypeVar("T")
+
+LOOP_SWITCH_INTERVAL_S = 0.001
+
+
+def favour_the_event_loop() -> None:
+    """For a process that serves many agents from one loop (the daemon, ``khive serve``): a worker busy with
+    pure Python holds the GIL for a whole switch interval (5 ms by default) each time the loop wants it back,
+    and a ``ping()`` needs it a few dozen times. A shorter interval keeps other agents' small requests quick
+    while one op computes or a long request text is parsed."""
+    sys.setswitchinterval(LOOP_SWITCH_INTERVAL_S)
 
 
 async def run_blocking(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:

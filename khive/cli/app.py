@@ -438,6 +438,9 @@ def run_app(app: Any, runtime: Runtime, *, host: str, port: int) -> None:
 
     # uvicorn re-raises SIGTERM with the default handler after its graceful shutdown, which would skip
     # closing the runtime; exiting through SystemExit runs the finally block instead.
+    from khive.threads import favour_the_event_loop
+
+    favour_the_event_loop()  # one loop answers every HTTP agent, as in the daemon
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning")

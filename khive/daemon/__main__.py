@@ -29,10 +29,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from khive.bootstrap import single_threaded_blas
 
     single_threaded_blas(os.environ)  # before numpy is imported by the runtime
-    # Plain handlers run in worker threads (ADR 0027); one busy with pure Python holds the GIL for a whole
-    # switch interval each time the event loop wants it back, and a ping needs it a few dozen times. A shorter
-    # interval keeps other agents' small requests quick while one op computes.
-    sys.setswitchinterval(0.001)
+    from khive.threads import favour_the_event_loop
+
+    favour_the_event_loop()
     from pathlib import Path
 
     from khive.daemon.lifecycle import serve_foreground
