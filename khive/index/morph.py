@@ -122,7 +122,6 @@ _IRREGULAR = {"people": "person", "persons": "person", "children": "child", "men
 # Irregular past forms of content verbs analysts ask with ("who taught", "items sold"): the key of the
 # verb, so they reach its derived nouns and synonyms as the present form does (teach -> teacher ->
 # instructor). Light verbs (took, made, gave, got) are left alone: "courses taken" is not about taking.
-IRREGULAR_VERBS = True
 _IRREGULAR_VERBS = {"taught": "teach", "bought": "buy", "sold": "sell", "paid": "pay", "spent": "spend",
                     "wrote": "write", "written": "write", "built": "build", "sent": "send", "won": "win",
                     "led": "lead", "flew": "fly", "flown": "fly", "chose": "choose", "chosen": "choose",
@@ -221,7 +220,7 @@ def key(word: str) -> str:
     w = word.lower()
     if w in _IRREGULAR:
         return _IRREGULAR[w]
-    if w in _IRREGULAR_VERBS and IRREGULAR_VERBS:
+    if w in _IRREGULAR_VERBS:
         return key(_IRREGULAR_VERBS[w])
     if len(w) > 4 and w.endswith("ies"):
         w = w[:-3] + "y"
