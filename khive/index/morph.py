@@ -119,6 +119,15 @@ DERIVED_ENDINGS = ("ment", "ments", "al", "als", "er", "ers", "or", "ors", "ee",
 _IRREGULAR = {"people": "person", "persons": "person", "children": "child", "men": "man", "women": "woman",
               "feet": "foot", "teeth": "tooth", "mice": "mouse", "geese": "goose", "indices": "index",
               "matrices": "matrix", "criteria": "criterion", "data": "data", "media": "media", "analyses": "analysis"}
+# Irregular past forms of content verbs analysts ask with ("who taught", "items sold"): the key of the
+# verb, so they reach its derived nouns and synonyms as the present form does (teach -> teacher ->
+# instructor). Light verbs (took, made, gave, got) are left alone: "courses taken" is not about taking.
+_IRREGULAR_VERBS = {"taught": "teach", "bought": "buy", "sold": "sell", "paid": "pay", "spent": "spend",
+                    "wrote": "write", "written": "write", "built": "build", "sent": "send", "won": "win",
+                    "led": "lead", "flew": "fly", "flown": "fly", "chose": "choose", "chosen": "choose",
+                    "drove": "drive", "driven": "drive", "grew": "grow", "grown": "grow", "sang": "sing",
+                    "sung": "sing", "rode": "ride", "ridden": "ride", "wore": "wear", "worn": "wear",
+                    "lent": "lend"}
 
 
 @lru_cache(maxsize=1)
@@ -211,6 +220,8 @@ def key(word: str) -> str:
     w = word.lower()
     if w in _IRREGULAR:
         return _IRREGULAR[w]
+    if w in _IRREGULAR_VERBS:
+        return key(_IRREGULAR_VERBS[w])
     if len(w) > 4 and w.endswith("ies"):
         w = w[:-3] + "y"
     elif len(w) > 5 and w.endswith(("ches", "shes", "sses", "xes", "zes")):
@@ -225,6 +236,8 @@ def key(word: str) -> str:
         w = w[:-1]
     if len(w) > 3 and w.endswith("e"):
         w = w[:-1]
+    if len(w) > 3 and w[-1] == "y" and w[-2] not in "aeiouy":  # movies ~ movie, cities ~ city: one key
+        w = w[:-1] + "i"
     return w
 
 

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 
 WIKI_KINDS = ("wiki",)
 SORTING = re.compile(r"\b(?:order(?:ed)?|sort(?:ed)?|group(?:ed)?|rank(?:ed)?)\s+(?:them\s+|it\s+)?by\b", re.I)
+# "last year", "past 30 days", "previous quarter" say which period, not what: "last" would otherwise match
+# every ``last_name`` and ``last_update`` column and route the question to the schema that has most of them.
+PERIOD = re.compile(r"\b(?:last|past|previous|next|coming|recent)\s+(?:\d+\s+)?(?:years?|quarters?|months?|"
+                    r"weeks?|days?|hours?|minutes?|decade)\b", re.I)
 SL_KINDS = ("sl_source", "sl_measure", "sl_dimension")
 
 
@@ -39,7 +43,7 @@ class Ranked:
 def rank_candidates(index: RetrievalIndex, query: str, *, connection: str | None, user: str, include_recaps: bool,
                     depth: int, today: dt.date, page_filter: PageFilter | None = None) -> Ranked:
     """Every candidate, best first; without ``scopes`` the question's scopes are inferred from the wiki."""
-    terms = query_terms(SORTING.sub(" ", query))
+    terms = query_terms(PERIOD.sub(" ", SORTING.sub(" ", query)))
     catalog = lexicon.of(index)
     expanded = forms.expand(query, terms, catalog)
     page_filter = page_filter or PageFilter()

@@ -51,6 +51,12 @@ CREATE TABLE campus.instructor (instructor_id INTEGER PRIMARY KEY, full_name VAR
 CREATE TABLE campus.course (course_id INTEGER PRIMARY KEY, title VARCHAR);
 CREATE TABLE campus.course_staff (course_id INTEGER REFERENCES campus.course (course_id),
                                   instructor_id INTEGER REFERENCES campus.instructor (instructor_id));
+CREATE SCHEMA video;
+CREATE TABLE video.client (client_id INTEGER PRIMARY KEY, first_name VARCHAR, last_name VARCHAR, last_update TIMESTAMP);
+CREATE TABLE video.rental (rental_id INTEGER PRIMARY KEY, client_id INTEGER REFERENCES video.client (client_id),
+                           rental_year INTEGER, last_update TIMESTAMP);
+CREATE SCHEMA diet;
+CREATE TABLE diet.dish (dish_id INTEGER PRIMARY KEY, title VARCHAR, calorie INTEGER);
 CREATE SCHEMA retail;
 CREATE TABLE retail.customer (c_id INTEGER PRIMARY KEY, c_name VARCHAR);
 CREATE TABLE retail.date_dim (d_id INTEGER PRIMARY KEY, d_date DATE);
@@ -129,6 +135,22 @@ async def test_a_verb_reaches_the_synonyms_of_the_noun_derived_from_it(pooled: C
     refs = await tables(pooled, "who teaches each course")
     instructor = next(ref for ref in refs if ref["id"] == "campus.instructor")
     assert "reached" not in instructor and refs.index(instructor) < 3
+
+
+async def test_an_irregular_past_form_reaches_what_its_verb_reaches(pooled: Call) -> None:
+    # "taught" is teach, so teacher, a synonym of instructor; a "-ies" plural meets an "-ie" singular
+    refs = await tables(pooled, "who taught each course")
+    instructor = next(ref for ref in refs if ref["id"] == "campus.instructor")
+    assert "reached" not in instructor and refs.index(instructor) < 3
+    refs = (await pooled('discover.search(query="calories", kinds=["table", "column"])'))["refs"]
+    assert [ref["id"] for ref in refs[:2]] == ["diet.dish", "diet.dish.calorie"]
+
+
+async def test_a_period_says_when_not_what(pooled: Call) -> None:
+    # "last year" would match video's last_name, last_update and rental_year and route the question there
+    ids = [ref["id"] for ref in await tables(pooled, "which customers ordered the most last year")]
+    assert {i.split(".")[1] for i in ids[:2]} == {"customers", "orders"}  # shop's or crm's, both fit
+    assert not any(i.startswith("video.") for i in ids[:4])
 
 
 async def test_a_link_table_no_word_names_joins_the_two_it_links(pooled: Call) -> None:
