@@ -217,7 +217,20 @@ def _scalar(value: Any, key: bool = False) -> str:
     return _ruamel_scalar(value, False)
 
 
-def _mapping(data: dict[str, Any], pad: str, lines: list[str]) -> None:
+# The lines of a sequence's mapping item, by (pad, its (key, type, value) triples), for one render.
+_Made = dict[tuple[str, tuple[tuple[str, type, Any], ...]], tuple[str, ...]]
+
+
+def _made_key(pad: str, item: dict[str, Any]) -> tuple[str, tuple[tuple[str, type, Any], ...]] | None:
+    key = (pad, tuple((k, type(v), v) for k, v in item.items()))  # the type: True and 1 are equal keys
+    try:
+        hash(key)
+    except TypeError:  # an unhashable value (a list of samples): that item is written as it comes
+        return None
+    return key
+
+
+def _mapping(data: dict[str, Any], pad: str, lines: list[str], made: _Made) -> None:
     # Exact types first (str, bool, int are nearly every value): this loop runs ~300k times per 1,000 tables.
     for key, value in data.items():
         name = _string(key, True) if type(key) is str else _scalar(key, key=True)
@@ -235,13 +248,13 @@ def _mapping(data: dict[str, Any], pad: str, lines: list[str]) -> None:
             if not value:
                 raise _Unsure
             lines.append(f"{pad}{name}:")
-            _mapping(value, pad + "  ", lines)
+            _mapping(value, pad + "  ", lines, made)
             continue
         elif isinstance(value, list | tuple):
             if not value:
                 raise _Unsure
             lines.append(f"{pad}{name}:")
-            _sequence(value, pad, lines)
+            _sequence(value, pad, lines, made)
             continue
         else:
             line = f"{pad}{name}: {_scalar(value)}"
@@ -250,14 +263,22 @@ def _mapping(data: dict[str, Any], pad: str, lines: list[str]) -> None:
         lines.append(line)
 
 
-def _sequence(items: list[Any] | tuple[Any, ...], pad: str, lines: list[str]) -> None:
+def _sequence(items: list[Any] | tuple[Any, ...], pad: str, lines: list[str], made: _Made) -> None:
     for item in items:
         if isinstance(item, dict):
             if not item:
                 raise _Unsure
-            start = len(lines)
-            _mapping(item, pad + "  ", lines)
-            lines[start] = f"{pad}- {lines[start][len(pad) + 2:]}"
+            # columns repeat across tables (id, created_at, the same comment): their lines are made once
+            key = _made_key(pad, item)
+            done = made.get(key) if key is not None else None
+            if done is None:
+                start = len(lines)
+                _mapping(item, pad + "  ", lines, made)
+                lines[start] = f"{pad}- {lines[start][len(pad) + 2:]}"
+                if key is not None:
+                    made[key] = tuple(lines[start:])
+            else:
+                lines.extend(done)
         elif isinstance(item, list | tuple | type(None)):
             raise _Unsure
         else:
@@ -278,8 +299,9 @@ def render(header: dict[str, Any], entries: dict[str, dict[str, Any]]) -> str:
     if not entries:
         return dump(merge(CommentedMap(), header, entries, ""))
     lines: list[str] = []
+    made: _Made = {}
     try:
-        _mapping(header, "", lines)
+        _mapping(header, "", lines, made)
     except _Unsure:
         return dump(merge(CommentedMap(), header, entries, ""))
     parts = [HEADER, "\n".join(lines), "\ntables:\n"] if lines else [HEADER, "tables:\n"]
@@ -287,7 +309,7 @@ def render(header: dict[str, Any], entries: dict[str, dict[str, Any]]) -> str:
         table: list[str] = []
         try:
             table.append(f"  {_scalar(name, key=True)}:")
-            _mapping(entry, "    ", table)
+            _mapping(entry, "    ", table, made)
         except _Unsure:
             parts.append(_ruamel_table(name, entry))
             continue
