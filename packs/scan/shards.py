@@ -217,17 +217,10 @@ def _scalar(value: Any, key: bool = False) -> str:
     return _ruamel_scalar(value, False)
 
 
-# The lines of a sequence's mapping item, by (pad, its (key, type, value) triples), for one render.
-_Made = dict[tuple[str, tuple[tuple[str, type, Any], ...]], tuple[str, ...]]
-
-
-def _made_key(pad: str, item: dict[str, Any]) -> tuple[str, tuple[tuple[str, type, Any], ...]] | None:
-    key = (pad, tuple((k, type(v), v) for k, v in item.items()))  # the type: True and 1 are equal keys
-    try:
-        hash(key)
-    except TypeError:  # an unhashable value (a list of samples): that item is written as it comes
-        return None
-    return key
+# The lines of a sequence's mapping item by (pad, its items, their values' types: True and 1 are equal keys),
+# for one render.
+_MadeKey = tuple[str, tuple[tuple[str, Any], ...], tuple[type, ...]]
+_Made = dict[_MadeKey, tuple[str, ...]]
 
 
 def _mapping(data: dict[str, Any], pad: str, lines: list[str], made: _Made) -> None:
@@ -269,13 +262,16 @@ def _sequence(items: list[Any] | tuple[Any, ...], pad: str, lines: list[str], ma
             if not item:
                 raise _Unsure
             # columns repeat across tables (id, created_at, the same comment): their lines are made once
-            key = _made_key(pad, item)
-            done = made.get(key) if key is not None else None
+            key: _MadeKey = (pad, tuple(item.items()), tuple(map(type, item.values())))
+            try:
+                done, hashable = made.get(key), True
+            except TypeError:  # an unhashable value (a list of samples): this item is written as it comes
+                done, hashable = None, False
             if done is None:
                 start = len(lines)
                 _mapping(item, pad + "  ", lines, made)
                 lines[start] = f"{pad}- {lines[start][len(pad) + 2:]}"
-                if key is not None:
+                if hashable:
                     made[key] = tuple(lines[start:])
             else:
                 lines.extend(done)
