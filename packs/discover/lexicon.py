@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import re
-import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -89,18 +88,6 @@ class Lexicon:
 
     def idf(self, count: int) -> float:
         return math.log(1.0 + (len(self.tables) + 1) / (count + 0.5))
-
-
-_CACHE: weakref.WeakKeyDictionary[Any, Lexicon] = weakref.WeakKeyDictionary()
-
-
-def of(index: RetrievalIndex) -> Lexicon:
-    """The lexicon of ``index`` at its current generation (rebuilt after a change)."""
-    cached = _CACHE.get(index)
-    if cached is None or cached.generation != index.generation:
-        cached = build(index)
-        _CACHE[index] = cached
-    return cached
 
 
 def name_parts(name: str) -> frozenset[str]:
