@@ -310,26 +310,29 @@ class _Columns:
 
 
 class _Found:
-    """(word, table, where, column) rows, gathered as arrays and resolved once at the end."""
+    """(word, table, where, column) rows, gathered as arrays (and lists, a table at a time) and resolved once."""
 
     def __init__(self) -> None:
         self._parts: list[tuple[np.ndarray[Any, Any], ...]] = []
+        self._rows: tuple[list[int], list[int], list[float], list[int]] = ([], [], [], [])
 
     def add_rows(self, words: np.ndarray[Any, Any], tables: np.ndarray[Any, Any], where: float,
                  columns: np.ndarray[Any, Any]) -> None:
         self._parts.append((words, tables, np.full(len(words), where), columns))
 
     def add(self, words: list[int], table: int, where: float, column: int) -> None:
-        self.add_rows(np.asarray(words, dtype=np.int64), np.full(len(words), table, dtype=np.int64), where,
-                      np.full(len(words), column, dtype=np.int64))
+        all_words, tables, wheres, columns = self._rows
+        all_words.extend(words)
+        tables.extend([table] * len(words))
+        wheres.extend([where] * len(words))
+        columns.extend([column] * len(words))
 
     def best(self) -> tuple[np.ndarray[Any, Any], ...]:
         """(word, table, where, column) arrays with one row per (word, table), sorted by both: the strongest
         where, and of equally strong rows the first column (columns are numbered in catalog order)."""
-        if not self._parts:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, np.zeros(0, dtype=np.float64), empty
-        words, tables, wheres, columns = (np.concatenate(part) for part in zip(*self._parts, strict=True))
+        listed = tuple(np.asarray(values, dtype=dtype)
+                       for values, dtype in zip(self._rows, (np.int64, np.int64, np.float64, np.int64), strict=True))
+        words, tables, wheres, columns = (np.concatenate(part) for part in zip(*self._parts, listed, strict=True))
         order = np.lexsort((columns, -wheres, tables, words))
         words, tables, wheres, columns = words[order], tables[order], wheres[order], columns[order]
         first = np.ones(len(words), dtype=bool)

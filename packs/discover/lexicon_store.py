@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 
+from khive.gcpause import paused_gc
 from khive.index import morph
 from khive.project.locate import STATE_DIR
 from packs.discover import lexicon, text
@@ -68,6 +69,11 @@ def of(index: RetrievalIndex) -> Lexicon:
 
 def load_or_build(index: RetrievalIndex) -> Lexicon:
     """The kept lexicon when it was made from what the index holds now, else a new one (then kept)."""
+    with paused_gc():  # a lexicon is a few hundred thousand acyclic objects (see khive.gcpause)
+        return _load_or_build(index)
+
+
+def _load_or_build(index: RetrievalIndex) -> Lexicon:
     generation = index.generation
     key = key_of(index)
     target = path_for(index)
