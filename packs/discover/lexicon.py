@@ -1,5 +1,6 @@
 """The catalog as discover ranks it: every table's words (its name, its columns' names, comments), built
-once per index generation from the index's table and column documents.
+once per index generation from the index's table and column documents (and kept beside the index by
+``lexicon_store``, so a new process reads it).
 
 * Words are comparison keys (``khive.index.morph.key``) of the identifier words (``morph.identifier_words``:
   case, digit and separator splits, segmented runs, expanded abbreviations) and of the comments.

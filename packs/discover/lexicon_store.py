@@ -5,9 +5,9 @@ restarted daemon) reads it instead of building it again from every table and col
   postings as flat arrays with their bounds, and the rest of the lexicon as one JSON member.
 * Its ``key`` member is the digest of what the index's documents were made from
   (``RetrievalIndex.content_digest``: every indexed file's content hash and every source's version) and of
-  the code that builds the lexicon (this package's word rules and ``khive.index.morph``). A file with another
-  key, another format, or that does not read back whole is ignored; the lexicon is built and the file
-  rewritten (atomically: a temporary file renamed over it).
+  the code that builds the lexicon (this package's word rules, ``khive.index.morph`` and its word list). A
+  file with another key, another format, or that does not read back whole is ignored; the lexicon is built
+  and the file rewritten (atomically: a temporary file renamed over it).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import threading
 import weakref
 import zipfile
 from functools import lru_cache
+from importlib import metadata
 from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,8 +45,13 @@ def path_for(index: RetrievalIndex) -> Path:
 
 @lru_cache(maxsize=1)
 def _code_digest() -> str:
-    """The code a lexicon is built by: a change to a word rule makes every kept lexicon stale."""
-    digest = hashlib.sha256(f"format {FORMAT}".encode())
+    """The code a lexicon is built by (and the word list ``morph`` segments with): a change to a word rule
+    makes every kept lexicon stale."""
+    try:
+        words = metadata.version("wordninja")
+    except metadata.PackageNotFoundError:
+        words = "none"
+    digest = hashlib.sha256(f"format {FORMAT}, wordninja {words}".encode())
     for module in (lexicon, text, morph):
         digest.update(Path(str(module.__file__)).read_bytes())
     return digest.hexdigest()
