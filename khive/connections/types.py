@@ -209,6 +209,7 @@ def schema_selected(schema: str, schemas: SchemaFilter) -> bool:
     return not any(fnmatch.fnmatchcase(name, glob.lower()) for glob in schemas.exclude)
 
 
+@lru_cache(maxsize=16384)  # a catalog repeats whole columns (id, created_at) across tables; a Column is frozen
 def build_column(name: str, ordinal: int, native: str, dialect: str, *, nullable: bool = True,
                  default: str | None = None, primary_key: bool = False, is_fk: bool = False,
                  comment: str | None = None, normalized: NormalizedType | None = None) -> Column:

@@ -424,6 +424,14 @@ class RetrievalIndex:
         with self._lock:
             return {str(r[0]): str(r[1]) for r in self.db.execute(sql, params)}
 
+    def content_digest(self) -> str:
+        """sha256 of what the documents were made from: every indexed file's (source, path, content hash) and
+        every source's version (no refresh). What is derived from the documents alone can be kept under it."""
+        with self._lock:
+            items = self.db.execute("SELECT source, path, sha256 FROM items ORDER BY source, path").fetchall()
+            versions = self.db.execute("SELECT name, version FROM sources ORDER BY name").fetchall()
+        return hashlib.sha256(orjson.dumps([items, versions])).hexdigest()
+
     def rows_at(self, path: str) -> list[dict[str, Any]]:
         """The rows of the documents one project file produced, in id order (no refresh)."""
         sources = sorted(self.sources)

@@ -1,5 +1,6 @@
 """The catalog as discover ranks it: every table's words (its name, its columns' names, comments), built
-once per index generation from the index's table and column documents.
+once per index generation from the index's table and column documents (and kept beside the index by
+``lexicon_store``, so a new process reads it).
 
 * Words are comparison keys (``khive.index.morph.key``) of the identifier words (``morph.identifier_words``:
   case, digit and separator splits, segmented runs, expanded abbreviations) and of the comments.
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import math
 import re
-import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -91,18 +91,6 @@ class Lexicon:
         return math.log(1.0 + (len(self.tables) + 1) / (count + 0.5))
 
 
-_CACHE: weakref.WeakKeyDictionary[Any, Lexicon] = weakref.WeakKeyDictionary()
-
-
-def of(index: RetrievalIndex) -> Lexicon:
-    """The lexicon of ``index`` at its current generation (rebuilt after a change)."""
-    cached = _CACHE.get(index)
-    if cached is None or cached.generation != index.generation:
-        cached = build(index)
-        _CACHE[index] = cached
-    return cached
-
-
 def name_parts(name: str) -> frozenset[str]:
     """Keys of the words a table name is made of: ``businessentity`` -> business, entity."""
     parts: list[str] = []
@@ -133,6 +121,9 @@ def note_keys(text: str) -> set[str]:
 
 
 def build(index: RetrievalIndex) -> Lexicon:
+    """The lexicon from the index's table and column documents. A catalog repeats its column names (``id``,
+    ``created_at``) and comments across thousands of tables: each distinct one is split into words once, and
+    the (word, table, column) rows of all the columns are resolved with numpy, not one at a time."""
     generation = index.generation
     table_rows = index.outline(["table"], ["tableRef", "comment", "description", "estimatedRows", "partitionOf"])
     column_rows = index.outline(["column"], ["comment", "description"])
@@ -143,41 +134,29 @@ def build(index: RetrievalIndex) -> Lexicon:
         tables[doc_id] = Table(doc_id, connection, db, name, 0, int(rows) if isinstance(rows, (int, float)) else None,
                                frozenset(key(w) for w in identifier_words(name)), name_parts(name))
         notes[doc_id] = " ".join(str(t) for t in (description, comment) if t)
-    column_notes: dict[str, str] = {}
+    table_ids = list(tables)
+    numbers = {table_id: n for n, table_id in enumerate(table_ids)}
+    words = _Vocabulary()
+    columns = _Columns(words)
     for doc_id, _connection, _title, comment, description in column_rows:
-        table_id = "table:" + doc_id.split(":", 1)[1].rsplit(".", 1)[0]
-        table = tables.get(table_id)
-        if table is None:
-            continue
-        table.columns[doc_id] = doc_id.rsplit(".", 1)[1]
-        text = " ".join(str(t) for t in (description, comment) if t)
-        if text:
-            column_notes[doc_id] = text
+        head, _, name = doc_id.rpartition(".")
+        table = tables.get("table:" + head.split(":", 1)[1])
+        if table is not None:
+            table.columns[doc_id] = name
+            note = " ".join(str(t) for t in (description, comment) if t) if comment or description else ""
+            columns.add(doc_id, numbers[table.doc_id], name, note)
     folded = _fold_copies(tables, {row[0]: row[7] for row in table_rows if row[7]})
-    postings: dict[str, dict[str, tuple[float, str | None]]] = {}
-    phrases: dict[tuple[str, str], dict[str, str]] = {}  # key pair -> table id -> its first such column
-    tokens: set[str] = set()
-
-    def post(words: Iterable[str], table_id: str, where: float, column: str | None) -> None:
-        for word in words:
-            entry = postings.setdefault(word, {})
-            if table_id not in entry or entry[table_id][0] < where:
-                entry[table_id] = (where, column)
-
-    for table in tables.values():
+    skipped = np.zeros(len(tables), dtype=bool)  # folded copies add no words: their parent has them all
+    skipped[[numbers[t] for t in folded]] = True
+    found, phrases_found = columns.rows(skipped)
+    tokens = columns.tokens(skipped)
+    for number, table in enumerate(tables.values()):
         if table.doc_id in folded:
             continue
         tokens.update(split_identifier(table.name))
-        post(table.name_keys, table.doc_id, WHERE_NAME, None)
-        for column_id, column in table.columns.items():
-            tokens.update(split_identifier(column))
-            for pair in phrase_pairs(column):
-                phrases.setdefault(pair, {}).setdefault(table.doc_id, column_id)
-            post({key(w) for w in identifier_words(column)}, table.doc_id, WHERE_COLUMN, column_id)
-            if column_id in column_notes:
-                post(note_keys(column_notes[column_id]), table.doc_id, WHERE_COLUMN_NOTE, column_id)
+        found.add(words.numbers(table.name_keys), number, WHERE_NAME, -1)
         if notes[table.doc_id]:
-            post(note_keys(notes[table.doc_id]), table.doc_id, WHERE_TABLE_NOTE, None)
+            found.add(words.numbers(note_keys(notes[table.doc_id])), number, WHERE_TABLE_NOTE, -1)
     pairs = index.relation_pairs("fk")
     units, unit_keys = _units(pairs, tables, folded)
     neighbours: dict[str, set[str]] = {}
@@ -193,30 +172,12 @@ def build(index: RetrievalIndex) -> Lexicon:
         if lent and len(table.name_parts) > 1:
             table.borrowed = frozenset(lent)
     unit_df: dict[str, int] = {}
-    for unit, words in unit_keys.items():
-        for word in words:
+    for unit, unit_words in unit_keys.items():
+        for word in unit_words:
             unit_df[word] = unit_df.get(word, 0) + len(units[unit])
-    table_ids = list(tables)
-    numbers = {table_id: n for n, table_id in enumerate(table_ids)}
-    column_ids = [column for table in tables.values() for column in table.columns]
-    column_numbers = {column: n for n, column in enumerate(column_ids)}
-    arrays: dict[str, Posting] = {}
-    for word, entry in postings.items():
-        wheres = [where * (BORROWED if where == WHERE_NAME and word in tables[t].borrowed else 1.0)
-                  for t, (where, _column) in entry.items()]
-        arrays[word] = Posting(
-            np.fromiter((numbers[t] for t in entry), dtype=np.int32, count=len(entry)),
-            np.asarray(wheres, dtype=np.float32),
-            np.asarray([w * ROUTE_WHERE.get(w, ROUTE_OTHER) if w != WHERE_NAME else 1.0 for w in wheres],
-                       dtype=np.float32),
-            np.fromiter((column_numbers[c] if c else -1 for _w, c in entry.values()), dtype=np.int32,
-                        count=len(entry)))
-    phrase_arrays = {
-        pair: Posting(np.fromiter((numbers[t] for t in entry), dtype=np.int32, count=len(entry)),
-                      np.full(len(entry), WHERE_COLUMN, dtype=np.float32),
-                      np.full(len(entry), ROUTE_WHERE[WHERE_COLUMN], dtype=np.float32),
-                      np.fromiter((column_numbers[c] for c in entry.values()), dtype=np.int32, count=len(entry)))
-        for pair, entry in phrases.items()}
+    borrowed = [(words.known[word], numbers[t.doc_id]) for t in tables.values() for word in t.borrowed
+                if word in words.known]
+    postings = _postings(found, words.spelled, borrowed, len(tables))
     part_tables: dict[str, list[int]] = {}
     for table_id, table in tables.items():
         for part in table.name_parts:
@@ -226,14 +187,191 @@ def build(index: RetrievalIndex) -> Lexicon:
         if token[:1].isalpha():
             initials.setdefault(token[0], []).append(token)
     return Lexicon(
-        generation=generation, tables=tables, postings=arrays, df={w: len(e) for w, e in postings.items()},
+        generation=generation, tables=tables, postings=postings, df={w: len(p.tables) for w, p in postings.items()},
         tokens=frozenset(tokens), units=units, unit_keys=unit_keys, folded=folded,
         adjacent={table: frozenset(found) for table, found in neighbours.items()}, unit_df=unit_df,
-        table_ids=table_ids, column_ids=column_ids,
+        table_ids=table_ids, column_ids=columns.ordered(),
         name_part_tables={part: np.asarray(found, dtype=np.int32) for part, found in part_tables.items()},
         part_counts=np.asarray([len(t.name_parts) for t in tables.values()], dtype=np.float32),
         connection_of=np.asarray([t.connection for t in tables.values()], dtype=object),
-        by_initial={letter: tuple(found) for letter, found in initials.items()}, phrases=phrase_arrays)
+        by_initial={letter: tuple(found) for letter, found in initials.items()},
+        phrases=_phrases(phrases_found, list(columns.phrase_numbers)))
+
+
+class _Vocabulary:
+    """Keys by number, so the rows of every column can be numpy arrays."""
+
+    def __init__(self) -> None:
+        self.known: dict[str, int] = {}  # key -> its number
+        self.spelled: list[str] = []  # number -> key
+
+    def numbers(self, words: Iterable[str]) -> list[int]:
+        out = []
+        for word in words:
+            number = self.known.get(word)
+            if number is None:
+                number = self.known[word] = len(self.spelled)
+                self.spelled.append(word)
+            out.append(number)
+        return out
+
+
+class _Packed:
+    """Lists of numbers (the keys of one distinct column name, of one distinct comment) in one flat array."""
+
+    def __init__(self) -> None:
+        self._flat: list[int] = []
+        self._starts: list[int] = []
+        self._counts: list[int] = []
+
+    def add(self, numbers: list[int]) -> int:
+        self._starts.append(len(self._flat))
+        self._counts.append(len(numbers))
+        self._flat.extend(numbers)
+        return len(self._counts) - 1
+
+    def expand(self, items: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """(the numbers of each of ``items`` in turn, the position in ``items`` each one came from)."""
+        counts = np.asarray(self._counts, dtype=np.int64)[items]
+        starts = np.asarray(self._starts, dtype=np.int64)[items]
+        ends = np.cumsum(counts)
+        offsets = np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - counts, counts)
+        return np.asarray(self._flat, dtype=np.int64)[np.repeat(starts, counts) + offsets], \
+            np.repeat(np.arange(len(items)), counts)
+
+
+class _Columns:
+    """Every column of the catalog as numbers (its table, its distinct name, its distinct comment)."""
+
+    def __init__(self, words: _Vocabulary) -> None:
+        self.words = words
+        self.phrase_numbers: dict[tuple[str, str], int] = {}
+        self._docs: list[str] = []
+        self._tables: list[int] = []
+        self._names: list[int] = []
+        self._noted: list[int] = []  # positions of the columns with a comment
+        self._notes: list[int] = []
+        self._name_numbers: dict[str, int] = {}
+        self._note_numbers: dict[str, int] = {}
+        self._name_keys, self._name_phrases, self._note_keys = _Packed(), _Packed(), _Packed()
+
+    def add(self, doc_id: str, table: int, name: str, note: str) -> None:
+        number = self._name_numbers.get(name)
+        if number is None:
+            number = self._name_numbers[name] = self._name_keys.add(
+                self.words.numbers({key(w) for w in identifier_words(name)}))
+            self._name_phrases.add([self.phrase_numbers.setdefault(pair, len(self.phrase_numbers))
+                                    for pair in phrase_pairs(name)])
+        if note:
+            said = self._note_numbers.get(note)
+            if said is None:
+                said = self._note_numbers[note] = self._note_keys.add(self.words.numbers(note_keys(note)))
+            self._noted.append(len(self._docs))
+            self._notes.append(said)
+        self._docs.append(doc_id)
+        self._tables.append(table)
+        self._names.append(number)
+
+    def _order(self) -> np.ndarray[Any, Any]:
+        """Positions in column-number order: table by table, each table's columns as the index holds them."""
+        return np.argsort(np.asarray(self._tables, dtype=np.int64), kind="stable")
+
+    def ordered(self) -> list[str]:
+        return [self._docs[i] for i in self._order().tolist()]
+
+    def rows(self, skipped: np.ndarray[Any, Any]) -> tuple[_Found, _Found]:
+        """(word, table, where, column) rows of the column names and comments, (phrase, table, column) rows of
+        the names; the columns of ``skipped`` tables say nothing."""
+        tables = np.asarray(self._tables, dtype=np.int64)
+        column_numbers = np.empty(len(tables), dtype=np.int64)
+        column_numbers[self._order()] = np.arange(len(tables))
+        kept = np.flatnonzero(~skipped[tables]) if len(tables) else np.zeros(0, dtype=np.int64)
+        names = np.asarray(self._names, dtype=np.int64)[kept]
+        found, phrases = _Found(), _Found()
+        for packed, into in ((self._name_keys, found), (self._name_phrases, phrases)):
+            numbers, owner = packed.expand(names)
+            into.add_rows(numbers, tables[kept][owner], WHERE_COLUMN, column_numbers[kept][owner])
+        noted = np.asarray(self._noted, dtype=np.int64)
+        noted_kept = ~skipped[tables[noted]] if len(noted) else np.zeros(0, dtype=bool)
+        at = noted[noted_kept]
+        numbers, owner = self._note_keys.expand(np.asarray(self._notes, dtype=np.int64)[noted_kept])
+        found.add_rows(numbers, tables[at][owner], WHERE_COLUMN_NOTE, column_numbers[at][owner])
+        return found, phrases
+
+    def tokens(self, skipped: np.ndarray[Any, Any]) -> set[str]:
+        """Identifier tokens of the column names of tables not ``skipped``."""
+        tables = np.asarray(self._tables, dtype=np.int64)
+        used: list[int] = np.unique(np.asarray(self._names, dtype=np.int64)[~skipped[tables]]).tolist() \
+            if len(tables) else []
+        spelled = list(self._name_numbers)
+        tokens: set[str] = set()
+        for number in used:
+            tokens.update(split_identifier(spelled[number]))
+        return tokens
+
+
+class _Found:
+    """(word, table, where, column) rows, gathered as arrays (and lists, a table at a time) and resolved once."""
+
+    def __init__(self) -> None:
+        self._parts: list[tuple[np.ndarray[Any, Any], ...]] = []
+        self._rows: tuple[list[int], list[int], list[float], list[int]] = ([], [], [], [])
+
+    def add_rows(self, words: np.ndarray[Any, Any], tables: np.ndarray[Any, Any], where: float,
+                 columns: np.ndarray[Any, Any]) -> None:
+        self._parts.append((words, tables, np.full(len(words), where), columns))
+
+    def add(self, words: list[int], table: int, where: float, column: int) -> None:
+        all_words, tables, wheres, columns = self._rows
+        all_words.extend(words)
+        tables.extend([table] * len(words))
+        wheres.extend([where] * len(words))
+        columns.extend([column] * len(words))
+
+    def best(self) -> tuple[np.ndarray[Any, Any], ...]:
+        """(word, table, where, column) arrays with one row per (word, table), sorted by both: the strongest
+        where, and of equally strong rows the first column (columns are numbered in catalog order)."""
+        listed = tuple(np.asarray(values, dtype=dtype)
+                       for values, dtype in zip(self._rows, (np.int64, np.int64, np.float64, np.int64), strict=True))
+        words, tables, wheres, columns = (np.concatenate(part) for part in zip(*self._parts, listed, strict=True))
+        order = np.lexsort((columns, -wheres, tables, words))
+        words, tables, wheres, columns = words[order], tables[order], wheres[order], columns[order]
+        first = np.ones(len(words), dtype=bool)
+        first[1:] = (words[1:] != words[:-1]) | (tables[1:] != tables[:-1])
+        return words[first], tables[first], wheres[first], columns[first]
+
+
+def _slices(numbers: np.ndarray[Any, Any]) -> Iterable[tuple[int, int, int]]:
+    """(number, start, end) of each run of equal values in the sorted ``numbers``."""
+    if not len(numbers):
+        return ()
+    bounds = np.concatenate(([0], np.flatnonzero(np.diff(numbers)) + 1, [len(numbers)])).tolist()
+    firsts = numbers[bounds[:-1]].tolist()
+    return ((number, start, end) for number, (start, end) in zip(firsts, pairwise(bounds), strict=True))
+
+
+def _postings(found: _Found, spelled: list[str], borrowed: list[tuple[int, int]], n_tables: int
+              ) -> dict[str, Posting]:
+    words, tables, wheres, columns = found.best()
+    if borrowed:  # a name word that is the whole name of a table it references says less (store_sales -> store)
+        lent = np.isin(words * n_tables + tables, np.asarray([w * n_tables + t for w, t in borrowed], dtype=np.int64))
+        wheres = np.where(lent & (wheres == WHERE_NAME), wheres * BORROWED, wheres)
+    share = np.full(len(wheres), ROUTE_OTHER)
+    for where, value in ROUTE_WHERE.items():
+        share[wheres == where] = value
+    evidence = np.where(wheres == WHERE_NAME, 1.0, wheres * share).astype(np.float32)
+    tables32, wheres32, columns32 = tables.astype(np.int32), wheres.astype(np.float32), columns.astype(np.int32)
+    return {spelled[word]: Posting(tables32[start:end], wheres32[start:end], evidence[start:end], columns32[start:end])
+            for word, start, end in _slices(words)}
+
+
+def _phrases(found: _Found, spelled: list[tuple[str, str]]) -> dict[tuple[str, str], Posting]:
+    pairs, tables, _wheres, columns = found.best()
+    tables32, columns32 = tables.astype(np.int32), columns.astype(np.int32)
+    where = np.full(len(pairs), WHERE_COLUMN, dtype=np.float32)
+    evidence = np.full(len(pairs), ROUTE_WHERE[WHERE_COLUMN], dtype=np.float32)
+    return {spelled[pair]: Posting(tables32[start:end], where[start:end], evidence[start:end], columns32[start:end])
+            for pair, start, end in _slices(pairs)}
 
 
 def _fold_copies(tables: dict[str, Table], declared: dict[str, Any]) -> dict[str, str]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from khive import budget
-from packs.discover import balance, coverage, deliver, forms, lexicon, pages, rank, relations, route
+from packs.discover import balance, coverage, deliver, forms, lexicon_store, pages, rank, relations, route
 from packs.discover.forms import Term
 from packs.discover.pages import PageFilter, Scope
 from packs.discover.rank import Candidate
@@ -44,7 +44,7 @@ def rank_candidates(index: RetrievalIndex, query: str, *, connection: str | None
                     depth: int, today: dt.date, page_filter: PageFilter | None = None) -> Ranked:
     """Every candidate, best first; without ``scopes`` the question's scopes are inferred from the wiki."""
     terms = query_terms(PERIOD.sub(" ", SORTING.sub(" ", query)))
-    catalog = lexicon.of(index)
+    catalog = lexicon_store.of(index)
     expanded = forms.expand(query, terms, catalog)
     page_filter = page_filter or PageFilter()
     inferred, why = ([], {}) if page_filter.scopes is not None else \
@@ -65,7 +65,7 @@ def uncovered(index: RetrievalIndex, terms: Sequence[Term], connection: str | No
     words = [term.word for term in terms]
     covered = index.covered_terms(words, kinds=WIKI_KINDS)
     covered |= index.covered_terms([w for w in words if w not in covered], kinds=SL_KINDS, connection=connection)
-    catalog = lexicon.of(index)
+    catalog = lexicon_store.of(index)
     covered |= {term.word for term in terms if any(form in catalog.postings for form in term.forms)}
     return [word for word in words if word not in covered]
 

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from khive.connections.catalog import ColumnSample, Table
+from khive.connections.catalog import Column, ColumnSample, Table
 from khive.redact import Redactor
 from khive.secretnames import secret_name
 
@@ -23,21 +23,48 @@ SECRET_NAME = "secret-name"
 
 def redact_scan(tables: Iterable[Table], samples: Iterable[ColumnSample], redactor: Redactor,
                 counts: Counter[str]) -> tuple[list[Table], list[ColumnSample]]:
-    """Tables with comments and defaults redacted, samples with their text values redacted."""
+    """Tables with comments and defaults redacted, samples with their text values redacted. A table or
+    column with nothing to redact is kept as it is (no copy)."""
+    texts = _Texts(redactor, counts)
     clean_tables = []
     for table in tables:
-        columns = tuple(column.model_copy(update={"comment": _text(column.comment, redactor, counts),
-                                                  "default": _text(column.default, redactor, counts)})
-                        if column.comment or column.default else column for column in table.columns)
-        clean_tables.append(table.model_copy(update={"comment": _text(table.comment, redactor, counts),
-                                                     "columns": columns}))
+        columns = tuple(_clean_column(column, texts) for column in table.columns)
+        comment = texts.clean(table.comment)
+        changed = comment != table.comment or any(a is not b for a, b in zip(columns, table.columns, strict=True))
+        clean_tables.append(table.model_copy(update={"comment": comment, "columns": columns}) if changed else table)
     clean_samples = [sample.model_copy(update={"values": tuple(redactor.value(v, counts) for v in sample.values)})
                      if any(isinstance(v, str) for v in sample.values) else sample for sample in samples]
     return clean_tables, clean_samples
 
 
-def _text(value: str | None, redactor: Redactor, counts: Counter[str]) -> str | None:
-    return redactor.text(value, counts) if value else value
+def _clean_column(column: Column, texts: _Texts) -> Column:
+    if not (column.comment or column.default):
+        return column
+    comment, default = texts.clean(column.comment), texts.clean(column.default)
+    if comment == column.comment and default == column.default:
+        return column
+    return column.model_copy(update={"comment": comment, "default": default})
+
+
+class _Texts:
+    """Comments and defaults redacted once per distinct text (a catalog repeats them across thousands of
+    tables); ``counts`` still gets what was removed from every occurrence."""
+
+    def __init__(self, redactor: Redactor, counts: Counter[str]) -> None:
+        self._redactor = redactor
+        self._counts = counts
+        self._done: dict[str, tuple[str, Counter[str]]] = {}
+
+    def clean(self, value: str | None) -> str | None:
+        if not value:
+            return value
+        done = self._done.get(value)
+        if done is None:
+            removed: Counter[str] = Counter()
+            done = self._done[value] = (self._redactor.text(value, removed), removed)
+        if done[1]:
+            self._counts.update(done[1])
+        return done[0]
 
 
 def clean_columns(columns: list[dict[str, Any]], redactor: Redactor) -> list[dict[str, Any]]:

@@ -217,7 +217,13 @@ def _scalar(value: Any, key: bool = False) -> str:
     return _ruamel_scalar(value, False)
 
 
-def _mapping(data: dict[str, Any], pad: str, lines: list[str]) -> None:
+# The lines of a sequence's mapping item by (pad, its items, their values' types: True and 1 are equal keys),
+# for one render.
+_MadeKey = tuple[str, tuple[tuple[str, Any], ...], tuple[type, ...]]
+_Made = dict[_MadeKey, tuple[str, ...]]
+
+
+def _mapping(data: dict[str, Any], pad: str, lines: list[str], made: _Made) -> None:
     # Exact types first (str, bool, int are nearly every value): this loop runs ~300k times per 1,000 tables.
     for key, value in data.items():
         name = _string(key, True) if type(key) is str else _scalar(key, key=True)
@@ -235,13 +241,13 @@ def _mapping(data: dict[str, Any], pad: str, lines: list[str]) -> None:
             if not value:
                 raise _Unsure
             lines.append(f"{pad}{name}:")
-            _mapping(value, pad + "  ", lines)
+            _mapping(value, pad + "  ", lines, made)
             continue
         elif isinstance(value, list | tuple):
             if not value:
                 raise _Unsure
             lines.append(f"{pad}{name}:")
-            _sequence(value, pad, lines)
+            _sequence(value, pad, lines, made)
             continue
         else:
             line = f"{pad}{name}: {_scalar(value)}"
@@ -250,14 +256,25 @@ def _mapping(data: dict[str, Any], pad: str, lines: list[str]) -> None:
         lines.append(line)
 
 
-def _sequence(items: list[Any] | tuple[Any, ...], pad: str, lines: list[str]) -> None:
+def _sequence(items: list[Any] | tuple[Any, ...], pad: str, lines: list[str], made: _Made) -> None:
     for item in items:
         if isinstance(item, dict):
             if not item:
                 raise _Unsure
-            start = len(lines)
-            _mapping(item, pad + "  ", lines)
-            lines[start] = f"{pad}- {lines[start][len(pad) + 2:]}"
+            # columns repeat across tables (id, created_at, the same comment): their lines are made once
+            key: _MadeKey = (pad, tuple(item.items()), tuple(map(type, item.values())))
+            try:
+                done, hashable = made.get(key), True
+            except TypeError:  # an unhashable value (a list of samples): this item is written as it comes
+                done, hashable = None, False
+            if done is None:
+                start = len(lines)
+                _mapping(item, pad + "  ", lines, made)
+                lines[start] = f"{pad}- {lines[start][len(pad) + 2:]}"
+                if hashable:
+                    made[key] = tuple(lines[start:])
+            else:
+                lines.extend(done)
         elif isinstance(item, list | tuple | type(None)):
             raise _Unsure
         else:
@@ -278,8 +295,9 @@ def render(header: dict[str, Any], entries: dict[str, dict[str, Any]]) -> str:
     if not entries:
         return dump(merge(CommentedMap(), header, entries, ""))
     lines: list[str] = []
+    made: _Made = {}
     try:
-        _mapping(header, "", lines)
+        _mapping(header, "", lines, made)
     except _Unsure:
         return dump(merge(CommentedMap(), header, entries, ""))
     parts = [HEADER, "\n".join(lines), "\ntables:\n"] if lines else [HEADER, "tables:\n"]
@@ -287,7 +305,7 @@ def render(header: dict[str, Any], entries: dict[str, dict[str, Any]]) -> str:
         table: list[str] = []
         try:
             table.append(f"  {_scalar(name, key=True)}:")
-            _mapping(entry, "    ", table)
+            _mapping(entry, "    ", table, made)
         except _Unsure:
             parts.append(_ruamel_table(name, entry))
             continue

@@ -228,3 +228,23 @@ async def test_postgres_extension_objects_are_never_scanned(tmp_path: Path, pg_d
     assert boot["created"] == ["semantic-layer/wh/orders.yaml"]
     assert not any("pg_stat_statements" in str(ref.get("id")) for ref in found["refs"])
     assert not any("pg_stat_statements" in path.read_text() for path in (root / "_schema").rglob("*.yaml"))
+
+
+async def test_a_secret_repeated_across_tables_is_redacted_and_counted_in_each(tmp_path: Path) -> None:
+    """The scan redacts each distinct comment or default once; the report still counts every occurrence."""
+    root = build(tmp_path / "proj")
+    db = sqlite3.connect(root / "shop.sqlite")
+    for name in ("loader_a", "loader_b", "loader_c"):
+        db.execute(f"CREATE TABLE {name} (id INTEGER PRIMARY KEY, dsn TEXT DEFAULT 'host=db password={PASSWORD}')")
+    db.commit()
+    db.close()
+    runtime = open_runtime(root, {"KHIVE_PACKS": PACKS})
+    try:
+        report = await run(runtime, 'scan.run(connection="shop")')
+        loader = await run(runtime, 'scan.entity(connection="shop", table="loader_b")')
+    finally:
+        await runtime.aclose()
+    assert report["redactions"]["secret-assignment"] == 1 + 3  # the sampled settings value, and each default
+    (dsn,) = [column for column in loader["columns"] if column["name"] == "dsn"]
+    assert dsn["default"] == "'host=db password=[redacted: secret-assignment]'"
+    assert leaked(root) == []

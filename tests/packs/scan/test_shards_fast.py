@@ -54,6 +54,18 @@ def test_render_writes_what_ruamel_writes(header: dict[str, Any], entries: dict[
     assert shards.render(header, entries) == merged(header, entries)
 
 
+def test_render_writes_repeated_columns_as_ruamel_does() -> None:
+    """A column repeated across tables is written once per render and copied; values Python holds equal but
+    YAML writes differently (True, 1, 1.0) are never taken for one another."""
+    same = {"name": "id", "type": "integer", "nativeType": "bigint", "dimensionType": "identifier", "nullable": False}
+    entries = {f"t{i}": {"kind": "table", "columns": [dict(same), {**same, "name": "flag", "default": value}]}
+               for i, value in enumerate([True, 1, 1.0, "1", True, 1, ["a"], ["a"]])}
+    header = {"connection": "wh", "catalog": None, "schema": "s"}
+    text = shards.render(header, entries)
+    assert text == merged(header, entries)
+    assert "default: true" in text and "default: 1\n" in text and "default: 1.0" in text
+
+
 def _entries(project: Path, connection: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     sync = latest_sync(project, connection)
     assert sync is not None
