@@ -1,0 +1,114 @@
+"""The index build at speed (ADR 0048): compact vectors, a bulk first build, and what must not change."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from khive.index.documents import Document, FileSource
+from khive.index.embed import HashingEmbedder
+from khive.index.engine import RetrievalIndex
+
+DIMS = 64
+
+
+def line_docs(path: str, text: str) -> Sequence[Document]:
+    """``id words...`` per line: the words are the body the vector lane reads."""
+    docs = []
+    for line in text.splitlines():
+        doc_id, *words = line.split()
+        docs.append(Document(id=doc_id, kind="note", title=doc_id, fields={"body": " ".join(words)}))
+    return docs
+
+
+class DenseEmbedder:
+    """Every cell non-zero, as a neural model's vectors are: stored whole."""
+
+    name = "dense-test"
+    dimensions = DIMS
+    min_similarity = 0.0
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        hashed = HashingEmbedder(DIMS).embed(texts)
+        out = (hashed + np.float32(0.01)).astype(np.float32)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        normalised: npt.NDArray[np.float32] = (out / norms).astype(np.float32)
+        return normalised
+
+
+# short texts (a few cells), a text with nearly every cell set, and one with no token at all
+LINES = ["doc:short apple pear", "doc:one plum", "doc:empty ...",
+         "doc:long " + " ".join(f"word{n}" for n in range(400)), "doc:mixed apple word7 word9 fig"]
+
+
+def build(tmp_path: Path, embedder: HashingEmbedder | DenseEmbedder) -> RetrievalIndex:
+    (tmp_path / "notes").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "notes" / "a.txt").write_text("\n".join(LINES))
+    index = RetrievalIndex(tmp_path, [FileSource("notes", ("notes",), (".txt",), line_docs)], embedder=embedder,
+                           watch=False)
+    index.refresh()
+    return index
+
+
+def vector_scores(index: RetrievalIndex, query: str) -> dict[str, float]:
+    return {hit.id: hit.lanes["vector"]["raw"] for hit in index.search(query, limit=50) if "vector" in hit.lanes}
+
+
+def expected_scores(embedder: HashingEmbedder | DenseEmbedder, query: str) -> dict[str, float]:
+    """The cosine of the query with each document's text, from the embedder itself (nothing stored)."""
+    texts = {line.split()[0]: line for line in LINES}  # what the lane reads: the title (the id), then the body
+    rows = embedder.embed(list(texts.values()))
+    query_vector = embedder.embed([query])[0]
+    return {doc: round(float(row @ query_vector), 4) for doc, row in zip(texts, rows, strict=True)
+            if float(row @ query_vector) >= max(embedder.min_similarity, 1e-9)}
+
+
+def stored_bytes(index: RetrievalIndex) -> int:
+    return int(index.db.execute("SELECT sum(length(vector)) FROM vectors").fetchone()[0])
+
+
+def test_the_vector_lane_scores_what_the_embedder_computes_sparse_or_dense(tmp_path: Path) -> None:
+    for embedder in (HashingEmbedder(DIMS), DenseEmbedder()):
+        index = build(tmp_path / embedder.name, embedder)
+        try:
+            for query in ("apple pear", "word7 word9 word11", "plum fig apple"):
+                assert vector_scores(index, query) == expected_scores(embedder, query), (embedder.name, query)
+        finally:
+            index.close()
+
+
+def test_vectors_of_few_cells_are_stored_in_a_fraction_of_a_whole_row(tmp_path: Path) -> None:
+    sparse = build(tmp_path / "sparse", HashingEmbedder(DIMS))
+    dense = build(tmp_path / "dense", DenseEmbedder())
+    try:
+        whole_rows = len(LINES) * DIMS * 4
+        assert stored_bytes(dense) == whole_rows
+        # the 400-word text fills nearly every cell and is stored whole; the four others take a few cells each
+        assert stored_bytes(sparse) < DIMS * 4 + 4 * 6 * 8
+    finally:
+        sparse.close()
+        dense.close()
+
+
+def test_an_index_holding_whole_rows_is_read_as_before(tmp_path: Path) -> None:
+    """Vectors written whole (as every index before ADR 0048 holds them) score the same when read back."""
+    embedder = HashingEmbedder(DIMS)
+    index = build(tmp_path, embedder)
+    try:
+        before = vector_scores(index, "apple pear word7")
+        rows = index.db.execute("SELECT doc_rowid, d.title FROM vectors JOIN docs d ON d.rowid = doc_rowid").fetchall()
+        texts = {line.split()[0]: line for line in LINES}
+        for rowid, title in rows:
+            index.db.execute("UPDATE vectors SET vector = ? WHERE doc_rowid = ?",
+                             (embedder.embed([texts[title]])[0].tobytes(), rowid))
+        assert stored_bytes(index) == len(LINES) * DIMS * 4
+        index.close()
+        index = RetrievalIndex(tmp_path, [FileSource("notes", ("notes",), (".txt",), line_docs)],
+                               embedder=embedder, watch=False)
+        assert not index.refresh().changed
+        assert vector_scores(index, "apple pear word7") == before
+    finally:
+        index.close()
