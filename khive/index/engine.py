@@ -28,7 +28,7 @@ from khive.gcpause import paused_gc
 from khive.index import search as search_mod
 from khive.index import vectorblob
 from khive.index.documents import FIELDS, Document, EdgeRule, IndexSource, owns, owns_relative
-from khive.index.embed import Embedder
+from khive.index.embed import CellEmbedder, Embedder
 from khive.index.scanstat import stat_walk_paths
 from khive.index.store import connect, delete_item_docs, doc_rows, existing_ids, insert_doc, insert_new_docs, kinds_of
 from khive.index.watch import ChangeWatcher
@@ -244,7 +244,8 @@ class RetrievalIndex:
         texts = [document.embed_text or " ".join(
             part for part in (document.title, document.fields.get("summary", ""), document.fields.get("body", ""))
             if part) for document in documents]
-        stored = vectorblob.blobs(self.embedder.embed(texts).astype(np.float32, copy=False))
+        stored = vectorblob.cell_blobs(self.embedder.cells(texts)) if isinstance(self.embedder, CellEmbedder) \
+            else vectorblob.blobs(self.embedder.embed(texts).astype(np.float32, copy=False))
         name = self.embedder.name
         self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
                             [(rowid, name, blob) for rowid, blob in zip(rowids, stored, strict=True)])

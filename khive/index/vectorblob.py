@@ -15,28 +15,43 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from khive.index.embed import Cells
+
 CELL = np.dtype([("index", "<u2"), ("value", "<f4")])  # packed: 6 bytes, no padding
 _MAX_SPARSE_DIMENSIONS = 1 << 16  # a cell index must fit in uint16
 
 
 def blobs(matrix: npt.NDArray[np.float32]) -> list[bytes]:
     """One blob per row of ``matrix`` (float32, one row per document)."""
-    dims = matrix.shape[1]
     dense = matrix.astype("<f4", copy=False)
-    if dims >= _MAX_SPARSE_DIMENSIONS:
-        return [row.tobytes() for row in dense]
-    counts = np.count_nonzero(dense, axis=1)
     at_row, at_cell = np.nonzero(dense)  # row-major: each row's cells are contiguous and ascending
-    cells = np.empty(len(at_row), dtype=CELL)
-    cells["index"] = at_cell
-    cells["value"] = dense[at_row, at_cell]
-    packed = cells.tobytes()
-    ends = np.cumsum(counts) * CELL.itemsize
+    return cell_blobs(Cells(dense.shape[1], np.bincount(at_row, minlength=len(dense)).astype(np.int64),
+                            at_cell.astype(np.int64), dense[at_row, at_cell]), dense)
+
+
+def cell_blobs(cells: Cells, dense: npt.NDArray[np.float32] | None = None) -> list[bytes]:
+    """One blob per row of ``cells``; ``dense``: the same rows whole, when the caller has them."""
+    dims = cells.dimensions
+    whole = dims * 4
+    if dims >= _MAX_SPARSE_DIMENSIONS:
+        return [row.tobytes() for row in (dense if dense is not None else cells.dense()).astype("<f4", copy=False)]
+    packed = np.empty(len(cells.index), dtype=CELL)
+    packed["index"] = cells.index
+    packed["value"] = cells.value
+    raw = packed.tobytes()
     out = []
     start = 0
-    for row, (count, end) in enumerate(zip(counts.tolist(), ends.tolist(), strict=True)):
-        # sparse only when strictly shorter, so a blob of exactly 4 * dims bytes is always dense
-        out.append(packed[start:end] if count * CELL.itemsize < dims * 4 else dense[row].tobytes())
+    for row, count in enumerate(cells.counts.tolist()):
+        end = start + count
+        # sparse only when strictly shorter, so a blob of exactly 4 * dims bytes is always a whole row
+        if count * CELL.itemsize < whole:
+            out.append(raw[start * CELL.itemsize:end * CELL.itemsize])
+        elif dense is not None:
+            out.append(dense[row].astype("<f4", copy=False).tobytes())
+        else:
+            one = np.zeros(dims, dtype="<f4")
+            one[cells.index[start:end]] = cells.value[start:end]
+            out.append(one.tobytes())
         start = end
     return out
 

@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from khive.index.documents import Document, FileSource
-from khive.index.embed import HashingEmbedder
+from khive.index.embed import HashingEmbedder, fnv1a_64, tokens
 from khive.index.engine import RetrievalIndex
 
 DIMS = 64
@@ -112,3 +112,29 @@ def test_an_index_holding_whole_rows_is_read_as_before(tmp_path: Path) -> None:
         assert vector_scores(index, "apple pear word7") == before
     finally:
         index.close()
+
+
+def reference_row(embedder: HashingEmbedder, text: str) -> npt.NDArray[np.float32]:
+    """The hashing embedder's definition, one token at a time: signed counts per cell, then unit length."""
+    row = np.zeros(embedder.dimensions, dtype=np.float32)
+    for token in tokens(text):
+        value = fnv1a_64(token.encode())
+        row[value % embedder.dimensions] += 1.0 if (value >> 63) & 1 else -1.0
+    norm = np.linalg.norm(row[None, :], axis=1, keepdims=True)[0, 0]
+    return row / norm if norm > 0 else row
+
+
+def test_the_hashing_embedders_cells_are_its_rows_without_the_zeros() -> None:
+    """Bit for bit, including a text whose sum of squares is past float32's whole numbers (one word 5,000 times)
+    and colliding tokens whose signs cancel (8 cells for many words)."""
+    texts = ["orders by region", "", "...", "qty qty qty", "word " * 5000 + "other", *LINES,
+             " ".join(f"w{n}" for n in range(300))]
+    for dims in (8, DIMS, 256):
+        embedder = HashingEmbedder(dims)
+        cells = embedder.cells(texts)
+        rows = embedder.embed(texts)
+        for row, text in enumerate(texts):
+            expected = reference_row(embedder, text)
+            assert rows[row].tobytes() == expected.tobytes(), (dims, text[:20])
+        assert int(cells.counts.sum()) == np.count_nonzero(rows)
+        assert cells.dense().tobytes() == rows.tobytes()
