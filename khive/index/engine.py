@@ -30,7 +30,18 @@ from khive.index import vectorblob
 from khive.index.documents import FIELDS, Document, EdgeRule, IndexSource, owns, owns_relative
 from khive.index.embed import CellEmbedder, Embedder
 from khive.index.scanstat import stat_walk_paths
-from khive.index.store import connect, delete_item_docs, doc_rows, existing_ids, insert_doc, insert_new_docs, kinds_of
+from khive.index.store import (
+    connect,
+    create_secondary_indexes,
+    delete_item_docs,
+    doc_rows,
+    drop_secondary_indexes,
+    existing_ids,
+    insert_doc,
+    insert_new_docs,
+    is_empty,
+    kinds_of,
+)
 from khive.index.watch import ChangeWatcher
 from khive.limits import DEFAULT_LIMITS, Limits, applied
 from khive.project.store import PathOutsideProject, inside
@@ -115,13 +126,20 @@ class RetrievalIndex:
                 if owns_relative(source, relative):
                     current[(source.name, relative)] = stamp
         with self._transaction():
+            # A build from nothing (the first search after a scan): the lookup indexes are made once at the end,
+            # in the same transaction, so a killed build leaves the index as it was, indexes included.
+            from_nothing = bool(current) and is_empty(self.db)
+            if from_nothing:
+                drop_secondary_indexes(self.db)
             for key, stamp in current.items():
                 previous = stored.get(key)
                 if previous is None or previous[:2] != stamp or key[0] in stale_sources:
                     self._reindex(key[0], key[1], previous[2] if previous and key[0] not in stale_sources else None,
-                                  report)
+                                  report, holds_nothing=from_nothing)
             for key in stored.keys() - current.keys():
                 self._remove(key[0], key[1], report)
+            if from_nothing:
+                create_secondary_indexes(self.db)
             self._record_source_versions()
         self._walked = True
         return self._finish(report)
@@ -182,7 +200,10 @@ class RetrievalIndex:
     def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
         return immediate(self.db)
 
-    def _reindex(self, source_name: str, relative: str, previous_sha: str | None, report: RefreshReport) -> None:
+    def _reindex(self, source_name: str, relative: str, previous_sha: str | None, report: RefreshReport, *,
+                 holds_nothing: bool = False) -> None:
+        """``holds_nothing``: the index had no documents when this refresh began, so none of this file's are in it
+        (each file is indexed once per refresh); without the item index, looking would scan every document."""
         report.checked += 1
         try:
             path = inside(self.project, relative)  # a file linked from outside the project is never read
@@ -201,7 +222,8 @@ class RetrievalIndex:
             self.db.execute("UPDATE items SET mtime_ns = ?, size = ? WHERE source = ? AND path = ?",
                             (stat.st_mtime_ns, stat.st_size, source_name, relative))
             return
-        delete_item_docs(self.db, source_name, relative)
+        if not holds_nothing:
+            delete_item_docs(self.db, source_name, relative)
         error: str | None = None
         try:
             documents = self.sources[source_name].documents(relative, data.decode("utf-8"))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -138,3 +141,71 @@ def test_the_hashing_embedders_cells_are_its_rows_without_the_zeros() -> None:
             assert rows[row].tobytes() == expected.tobytes(), (dims, text[:20])
         assert int(cells.counts.sum()) == np.count_nonzero(rows)
         assert cells.dense().tobytes() == rows.tobytes()
+
+
+KILLED_BUILD = """
+import os, signal, sys
+from pathlib import Path
+from khive.index.documents import Document, FileSource
+from khive.index.embed import HashingEmbedder
+from khive.index.engine import RetrievalIndex
+
+def parse(path, text):
+    if path.endswith("c.txt"):  # the third file: the process dies in the middle of the build
+        os.kill(os.getpid(), signal.SIGKILL)
+    return [Document(id=line.split()[0], kind="note", title=line.split()[0], fields={"body": line})
+            for line in text.splitlines()]
+
+index = RetrievalIndex(Path(sys.argv[1]), [FileSource("notes", ("notes",), (".txt",), parse)],
+                       embedder=HashingEmbedder(64), watch=False)
+index.refresh()
+"""
+
+
+def note_files(project: Path) -> None:
+    (project / "notes").mkdir(parents=True, exist_ok=True)
+    for name in "abcd":
+        (project / "notes" / f"{name}.txt").write_text("\n".join(f"doc:{name}{n} {name} apple note {n}"
+                                                                 for n in range(50)))
+
+
+def lookup_indexes(index: RetrievalIndex) -> set[str]:
+    return {str(row[0]) for row in index.db.execute("SELECT name FROM sqlite_master WHERE type = 'index' "
+                                                    "AND name NOT LIKE 'sqlite_autoindex%'")}
+
+
+def test_a_build_killed_midway_leaves_no_half_index(tmp_path: Path) -> None:
+    """A process killed while building from nothing (lookup indexes dropped, two files written) commits
+    nothing: the next process finds an empty index with its lookup indexes and builds every file."""
+    note_files(tmp_path)
+    done = subprocess.run([sys.executable, "-c", KILLED_BUILD, str(tmp_path)], capture_output=True, timeout=120)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    index = RetrievalIndex(tmp_path, [FileSource("notes", ("notes",), (".txt",), line_docs)],
+                           embedder=HashingEmbedder(DIMS), watch=False)
+    try:
+        assert index.count() == 0 and not index.item_hashes()
+        assert lookup_indexes(index) == {"docs_item", "docs_kind", "edges_target"}
+        report = index.refresh()
+        assert report.full and report.reindexed == 4 and index.count() == 200
+        assert lookup_indexes(index) == {"docs_item", "docs_kind", "edges_target"}
+        assert [row["id"] for row in index.rows_at("notes/c.txt")][:2] == ["doc:c0", "doc:c1"]
+    finally:
+        index.close()
+
+
+def test_a_build_from_nothing_then_an_edit_replaces_that_files_documents(tmp_path: Path) -> None:
+    note_files(tmp_path)
+    index = RetrievalIndex(tmp_path, [FileSource("notes", ("notes",), (".txt",), line_docs)],
+                           embedder=HashingEmbedder(DIMS), watch=False)
+    try:
+        assert index.refresh().reindexed == 4
+        (tmp_path / "notes" / "b.txt").write_text("doc:b0 b pear\ndoc:bx b plum")
+        index.close()
+        index = RetrievalIndex(tmp_path, [FileSource("notes", ("notes",), (".txt",), line_docs)],
+                               embedder=HashingEmbedder(DIMS), watch=False)
+        report = index.refresh()  # not from nothing: the file's old documents are looked up and removed
+        assert report.reindexed == 1 and index.count() == 152
+        assert [row["id"] for row in index.rows_at("notes/b.txt")] == ["doc:b0", "doc:bx"]
+        assert [hit.id for hit in index.search("pear", limit=5, vector=False)] == ["doc:b0"]
+    finally:
+        index.close()
