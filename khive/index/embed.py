@@ -6,7 +6,7 @@ vector is L2-normalised. Lexically similar texts share tokens and so point the s
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -68,6 +68,7 @@ class CellEmbedder(Embedder, Protocol):
 # Below this, a sum of squares of whole counts is exact in float32 whatever the order it is added in, so the
 # norm of a row computed from its cells equals the one computed over the whole row.
 _EXACT_FLOAT32 = float(1 << 24)
+_MAX_KNOWN = 1_000_000
 
 
 class HashingEmbedder:
@@ -84,9 +85,17 @@ class HashingEmbedder:
         if code is None:
             value = fnv1a_64(token.encode())
             code = (value % self.dimensions + 1) * (1 if (value >> 63) & 1 else -1)
-            if len(self._codes) < 1_000_000:  # vocabularies are small; a flood of unique tokens is not kept
+            if len(self._codes) < _MAX_KNOWN:  # vocabularies are small; a flood of unique tokens is not kept
                 self._codes[token] = code
         return code
+
+    def _codes_of(self, tokens: list[str]) -> Iterator[int]:
+        known = self._codes
+        for token in set(tokens).difference(known):
+            self._code(token)
+        if len(known) < _MAX_KNOWN:  # every token is known now: mapped in C, not by a Python loop
+            return map(known.__getitem__, tokens)
+        return map(self._code, tokens)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         return self.cells(texts).dense()
@@ -102,9 +111,7 @@ class HashingEmbedder:
             found = _TOKEN_RE.findall(text.lower())
             lengths[row] = len(found)
             every.extend(found)
-        known = self._codes
-        codes = np.fromiter((known.get(token) or self._code(token) for token in every), dtype=np.int64,
-                            count=len(every))
+        codes = np.fromiter(self._codes_of(every), dtype=np.int64, count=len(every))
         keys = np.repeat(np.arange(rows, dtype=np.int64), lengths) * self.dimensions + (np.abs(codes) - 1)
         cells, inverse = np.unique(keys, return_inverse=True)
         sums = np.bincount(inverse, weights=np.sign(codes).astype(np.float64), minlength=len(cells))

@@ -255,7 +255,7 @@ class RetrievalIndex:
                                           if edge.target not in own}))
         edges = []
         for document in documents:  # a target is known once inserted, as one by one
-            edges.append(self._checked_edges(document, kinds))
+            edges.append(self._checked_edges(document, kinds) if document.edges else ())
             kinds[document.id] = document.kind
         rowids = insert_new_docs(self.db, source_name, relative, documents, edges)
         self._store_vectors(rowids, documents)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -128,10 +129,10 @@ def insert_new_docs(db: sqlite3.Connection, source: str, path: str, docs: Sequen
     """
     first = int(db.execute("SELECT coalesce(max(rowid), 0) FROM docs").fetchone()[0]) + 1
     rowids = list(range(first, first + len(docs)))
-    db.executemany(_INSERT_DOC, [_doc_row(rowid, source, path, doc) for rowid, doc in zip(rowids, docs, strict=True)])
-    db.executemany(_INSERT_FTS, [_fts_row(rowid, doc) for rowid, doc in zip(rowids, docs, strict=True)])
-    db.executemany(_INSERT_EDGE, [row for doc, doc_edges in zip(docs, edges, strict=True)
-                                  for row in _edge_rows(doc.id, doc_edges)])
+    db.executemany(_INSERT_DOC, (_doc_row(rowid, source, path, doc) for rowid, doc in zip(rowids, docs, strict=True)))
+    db.executemany(_INSERT_FTS, (_fts_row(rowid, doc) for rowid, doc in zip(rowids, docs, strict=True)))
+    db.executemany(_INSERT_EDGE, (row for doc, doc_edges in zip(docs, edges, strict=True) if doc_edges
+                                  for row in _edge_rows(doc.id, doc_edges)))
     return rowids
 
 
@@ -161,6 +162,7 @@ _INSERT_DOC = ("INSERT INTO docs (rowid, id, kind, connection, title, source, pa
 _INSERT_FTS = (f"INSERT INTO docs_fts (rowid, {', '.join(FIELDS)}, scope) "
                f"VALUES (?, {', '.join('?' * len(FIELDS))}, ?)")
 _INSERT_EDGE = "INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?)"
+_FIELD_TEXTS = itemgetter(*FIELDS)
 
 
 def _doc_row(rowid: int | None, source: str, path: str, doc: Document) -> tuple[Any, ...]:
@@ -169,7 +171,11 @@ def _doc_row(rowid: int | None, source: str, path: str, doc: Document) -> tuple[
 
 
 def _fts_row(rowid: int, doc: Document) -> tuple[Any, ...]:
-    return (rowid, *[doc.fields.get(name, "") for name in FIELDS], scope_tokens(doc.kind, doc.connection))
+    try:
+        texts = _FIELD_TEXTS(doc.fields)  # every field given, as the scan's documents do: one C call
+    except KeyError:
+        texts = tuple(doc.fields.get(name, "") for name in FIELDS)
+    return (rowid, *texts, scope_tokens(doc.kind, doc.connection))
 
 
 def _edge_rows(doc_id: str, edges: Iterable[tuple[str, str, Any]]) -> list[tuple[str, str, str, str]]:
