@@ -31,6 +31,7 @@ from khive.index.documents import FIELDS, Document, EdgeRule, IndexSource, owns,
 from khive.index.embed import CellEmbedder, Embedder
 from khive.index.scanstat import stat_walk_paths
 from khive.index.store import (
+    BUILD_PAGE_CACHE,
     connect,
     create_secondary_indexes,
     delete_item_docs,
@@ -41,6 +42,8 @@ from khive.index.store import (
     insert_new_docs,
     is_empty,
     kinds_of,
+    page_cache_size,
+    set_page_cache_size,
 )
 from khive.index.watch import ChangeWatcher
 from khive.limits import DEFAULT_LIMITS, Limits, applied
@@ -125,22 +128,29 @@ class RetrievalIndex:
             for source in self.sources.values():
                 if owns_relative(source, relative):
                     current[(source.name, relative)] = stamp
-        with self._transaction():
-            # A build from nothing (the first search after a scan): the lookup indexes are made once at the end,
-            # in the same transaction, so a killed build leaves the index as it was, indexes included.
-            from_nothing = bool(current) and is_empty(self.db)
-            if from_nothing:
-                drop_secondary_indexes(self.db)
-            for key, stamp in current.items():
-                previous = stored.get(key)
-                if previous is None or previous[:2] != stamp or key[0] in stale_sources:
-                    self._reindex(key[0], key[1], previous[2] if previous and key[0] not in stale_sources else None,
-                                  report, holds_nothing=from_nothing)
-            for key in stored.keys() - current.keys():
-                self._remove(key[0], key[1], report)
-            if from_nothing:
-                create_secondary_indexes(self.db)
-            self._record_source_versions()
+        cache = page_cache_size(self.db)
+        try:
+            with self._transaction():
+                # A build from nothing (the first search after a scan): the lookup indexes are made once at the
+                # end, in the same transaction, so a killed build leaves the index as it was, indexes included; and
+                # a page cache that holds what it writes, so no page is written out and read back before the commit.
+                from_nothing = bool(current) and is_empty(self.db)
+                if from_nothing:
+                    set_page_cache_size(self.db, BUILD_PAGE_CACHE)
+                    drop_secondary_indexes(self.db)
+                for key, stamp in current.items():
+                    previous = stored.get(key)
+                    if previous is None or previous[:2] != stamp or key[0] in stale_sources:
+                        self._reindex(key[0], key[1],
+                                      previous[2] if previous and key[0] not in stale_sources else None,
+                                      report, holds_nothing=from_nothing)
+                for key in stored.keys() - current.keys():
+                    self._remove(key[0], key[1], report)
+                if from_nothing:
+                    create_secondary_indexes(self.db)
+                self._record_source_versions()
+        finally:
+            set_page_cache_size(self.db, cache)  # memory back once written
         self._walked = True
         return self._finish(report)
 

@@ -198,7 +198,9 @@ def test_a_build_from_nothing_then_an_edit_replaces_that_files_documents(tmp_pat
     index = RetrievalIndex(tmp_path, [FileSource("notes", ("notes",), (".txt",), line_docs)],
                            embedder=HashingEmbedder(DIMS), watch=False)
     try:
+        default_cache = index.db.execute("PRAGMA cache_size").fetchone()[0]
         assert index.refresh().reindexed == 4
+        assert index.db.execute("PRAGMA cache_size").fetchone()[0] == default_cache  # the build's cache is given back
         (tmp_path / "notes" / "b.txt").write_text("doc:b0 b pear\ndoc:bx b plum")
         index.close()
         index = RetrievalIndex(tmp_path, [FileSource("notes", ("notes",), (".txt",), line_docs)],
