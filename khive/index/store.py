@@ -143,10 +143,17 @@ def insert_new_docs(db: sqlite3.Connection, source: str, path: str, docs: Sequen
     """
     first = int(db.execute("SELECT coalesce(max(rowid), 0) FROM docs").fetchone()[0]) + 1
     rowids = list(range(first, first + len(docs)))
-    db.executemany(_INSERT_DOC, (_doc_row(rowid, source, path, doc) for rowid, doc in zip(rowids, docs, strict=True)))
-    db.executemany(_INSERT_FTS, (_fts_row(rowid, doc) for rowid, doc in zip(rowids, docs, strict=True)))
-    db.executemany(_INSERT_EDGE, (row for doc, doc_edges in zip(docs, edges, strict=True) if doc_edges
-                                  for row in _edge_rows(doc.id, doc_edges)))
+    doc_values: list[tuple[Any, ...]] = []
+    fts_values: list[tuple[Any, ...]] = []
+    edge_values: list[tuple[str, str, str, str]] = []
+    for rowid, doc, doc_edges in zip(rowids, docs, edges, strict=True):  # one pass builds the three tables' rows
+        doc_values.append(_doc_row(rowid, source, path, doc))
+        fts_values.append(_fts_row(rowid, doc))
+        if doc_edges:
+            edge_values.extend(_edge_rows(doc.id, doc_edges))
+    db.executemany(_INSERT_DOC, doc_values)
+    db.executemany(_INSERT_FTS, fts_values)
+    db.executemany(_INSERT_EDGE, edge_values)
     return rowids
 
 
