@@ -28,6 +28,9 @@ Timed, one process, through the dispatcher, each phase in a fresh runtime as a C
    ``git gc``) and of the whole directory, runs and ``.khive/`` included; then a second scan, bootstrap and
    ingest, a second commit, and what each added.
 
+``--until-first-search`` stops after step 6's scan baseline, and times the index build alone once more (the index
+deleted, ``refresh()`` in a fresh runtime): ``index_build_vs_bare_fts5`` is issue #17's ratio.
+
 Ratios: ``scan_search_vs_baseline`` = (scan + first search) / (pg_dump + bare FTS5 of the scan's documents), the
 issue's goal (<= 2); ``pipeline_vs_baseline`` = (scan + bootstrap + search after it) / (pg_dump + bare FTS5 of
 every document). The cluster and the directory are removed at the end, also on failure.
@@ -139,6 +142,21 @@ def bare_fts(index: Path, target: Path, kinds: tuple[str, ...] | None) -> tuple[
     return round(seconds, 3), len(rows)
 
 
+def index_build(project: Path, env: dict[str, str]) -> float:
+    """Seconds of the index's build from nothing alone (``refresh()`` on a deleted index), no search after it."""
+    from khive.bootstrap import open_runtime
+
+    index = project / ".khive" / "index.sqlite"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{index}{suffix}").unlink(missing_ok=True)
+    runtime = open_runtime(project, env)
+    try:
+        seconds, _ = timed(runtime.index.refresh)
+    finally:
+        anyio.run(runtime.aclose)
+    return seconds
+
+
 def bare_query(target: Path) -> float:
     db = sqlite3.connect(target)
     clock = time.perf_counter()
@@ -210,8 +228,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tables", type=int, default=10_000)
     parser.add_argument("--templates", type=int, default=50_000)
-    parser.add_argument("--first-search-only", action="store_true",
-                        help="stop after the first search and the scan's FTS5 baseline (phases 1-3)")
+    parser.add_argument("--until-first-search", "--first-search-only", dest="until_first_search",
+                        action="store_true", help="stop after the first search and its baselines, then time the "
+                        "index build alone (the ratios of #17/#18)")
     args = parser.parse_args()
     out: dict[str, Any] = {"bench": "bigproject", "tables_asked": args.tables, "templates": args.templates,
                            "load_start": os.getloadavg()}
@@ -259,13 +278,16 @@ def main() -> None:
         out["first_search_refs"] = [ref["id"] for ref in found["refs"][:3]]
         index = project / ".khive" / "index.sqlite"
         fts_scan_s, scan_docs = bare_fts(index, tmp / "bare-scan.sqlite", SCAN_KINDS)
-        if args.first_search_only:
+        if args.until_first_search:
             dumps.append(pg_dump())
             baseline: dict[str, Any] = {"pg_dump_s": round(sum(dumps) / len(dumps), 3), "pg_dump_runs_s": dumps,
-                        "bare_fts5_scan_docs_s": fts_scan_s, "scan_docs": scan_docs}
+                                        "bare_fts5_scan_docs_s": fts_scan_s, "scan_docs": scan_docs}
             out["phases"], out["baseline"] = phases, baseline
             out["scan_search_vs_baseline"] = round(
                 (phases["scan_s"] + phases["first_search_after_scan_s"]) / (baseline["pg_dump_s"] + fts_scan_s), 2)
+            out["first_search_vs_bare_fts5"] = round(phases["first_search_after_scan_s"] / fts_scan_s, 2)
+            phases["index_build_s"] = index_build(project, env)  # the first search's build again, alone
+            out["index_build_vs_bare_fts5"] = round(phases["index_build_s"] / fts_scan_s, 2)
             out["load_end"] = os.getloadavg()
             print(orjson.dumps(out).decode())
             return

@@ -26,10 +26,25 @@ import orjson
 
 from khive.gcpause import paused_gc
 from khive.index import search as search_mod
+from khive.index import vectorblob
 from khive.index.documents import FIELDS, Document, EdgeRule, IndexSource, owns, owns_relative
-from khive.index.embed import Embedder
+from khive.index.embed import CellEmbedder, Embedder
 from khive.index.scanstat import stat_walk_paths
-from khive.index.store import connect, delete_item_docs, doc_rows, existing_ids, insert_doc, insert_new_docs, kinds_of
+from khive.index.store import (
+    BUILD_PAGE_CACHE,
+    connect,
+    create_secondary_indexes,
+    delete_item_docs,
+    doc_rows,
+    drop_secondary_indexes,
+    existing_ids,
+    insert_doc,
+    insert_new_docs,
+    is_empty,
+    kinds_of,
+    page_cache_size,
+    set_page_cache_size,
+)
 from khive.index.watch import ChangeWatcher
 from khive.limits import DEFAULT_LIMITS, Limits, applied
 from khive.project.store import PathOutsideProject, inside
@@ -113,15 +128,29 @@ class RetrievalIndex:
             for source in self.sources.values():
                 if owns_relative(source, relative):
                     current[(source.name, relative)] = stamp
-        with self._transaction():
-            for key, stamp in current.items():
-                previous = stored.get(key)
-                if previous is None or previous[:2] != stamp or key[0] in stale_sources:
-                    self._reindex(key[0], key[1], previous[2] if previous and key[0] not in stale_sources else None,
-                                  report)
-            for key in stored.keys() - current.keys():
-                self._remove(key[0], key[1], report)
-            self._record_source_versions()
+        cache = page_cache_size(self.db)
+        try:
+            with self._transaction():
+                # A build from nothing (the first search after a scan): the lookup indexes are made once at the
+                # end, in the same transaction, so a killed build leaves the index as it was, indexes included; and
+                # a page cache that holds what it writes, so no page is written out and read back before the commit.
+                from_nothing = bool(current) and is_empty(self.db)
+                if from_nothing:
+                    set_page_cache_size(self.db, BUILD_PAGE_CACHE)
+                    drop_secondary_indexes(self.db)
+                for key, stamp in current.items():
+                    previous = stored.get(key)
+                    if previous is None or previous[:2] != stamp or key[0] in stale_sources:
+                        self._reindex(key[0], key[1],
+                                      previous[2] if previous and key[0] not in stale_sources else None,
+                                      report, holds_nothing=from_nothing)
+                for key in stored.keys() - current.keys():
+                    self._remove(key[0], key[1], report)
+                if from_nothing:
+                    create_secondary_indexes(self.db)
+                self._record_source_versions()
+        finally:
+            set_page_cache_size(self.db, cache)  # memory back once written
         self._walked = True
         return self._finish(report)
 
@@ -181,7 +210,10 @@ class RetrievalIndex:
     def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
         return immediate(self.db)
 
-    def _reindex(self, source_name: str, relative: str, previous_sha: str | None, report: RefreshReport) -> None:
+    def _reindex(self, source_name: str, relative: str, previous_sha: str | None, report: RefreshReport, *,
+                 holds_nothing: bool = False) -> None:
+        """``holds_nothing``: the index had no documents when this refresh began, so none of this file's are in it
+        (each file is indexed once per refresh); without the item index, looking would scan every document."""
         report.checked += 1
         try:
             path = inside(self.project, relative)  # a file linked from outside the project is never read
@@ -200,7 +232,8 @@ class RetrievalIndex:
             self.db.execute("UPDATE items SET mtime_ns = ?, size = ? WHERE source = ? AND path = ?",
                             (stat.st_mtime_ns, stat.st_size, source_name, relative))
             return
-        delete_item_docs(self.db, source_name, relative)
+        if not holds_nothing:
+            delete_item_docs(self.db, source_name, relative)
         error: str | None = None
         try:
             documents = self.sources[source_name].documents(relative, data.decode("utf-8"))
@@ -232,7 +265,7 @@ class RetrievalIndex:
                                           if edge.target not in own}))
         edges = []
         for document in documents:  # a target is known once inserted, as one by one
-            edges.append(self._checked_edges(document, kinds))
+            edges.append(self._checked_edges(document, kinds) if document.edges else ())
             kinds[document.id] = document.kind
         rowids = insert_new_docs(self.db, source_name, relative, documents, edges)
         self._store_vectors(rowids, documents)
@@ -243,10 +276,11 @@ class RetrievalIndex:
         texts = [document.embed_text or " ".join(
             part for part in (document.title, document.fields.get("summary", ""), document.fields.get("body", ""))
             if part) for document in documents]
-        vectors = self.embedder.embed(texts).astype(np.float32)
+        stored = vectorblob.cell_blobs(self.embedder.cells(texts)) if isinstance(self.embedder, CellEmbedder) \
+            else vectorblob.blobs(self.embedder.embed(texts).astype(np.float32, copy=False))
         name = self.embedder.name
         self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
-                            [(rowid, name, vector.tobytes()) for rowid, vector in zip(rowids, vectors, strict=True)])
+                            [(rowid, name, blob) for rowid, blob in zip(rowids, stored, strict=True)])
 
     # edges ----------------------------------------------------------------------------------
     def edge_problems(self, document: Document, kinds: Mapping[str, str] | None = None) -> list[str]:
@@ -522,8 +556,7 @@ class RetrievalIndex:
             # view of the one matrix, not a second copy of it (3.4 s and 490 MB at 480,000 documents).
             rows.sort(key=lambda row: str(row[2]))
             dims = self.embedder.dimensions if self.embedder else 0
-            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dims) \
-                if rows else np.zeros((0, dims), dtype=np.float32)
+            matrix = vectorblob.matrix([r[1] for r in rows], dims)
             kind_rows: dict[str, np.ndarray[Any, Any]] = {}
             start = 0
             for kind, group in groupby(str(r[2]) for r in rows):

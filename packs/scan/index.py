@@ -112,10 +112,14 @@ def _table_documents(connection: str, catalog: str | None, db: str, name: str, e
                      redactor: Redactor | None) -> list[Document]:
     tid = table_id(connection, db, name)
     columns = [c for c in entry.get("columns") or [] if isinstance(c, dict) and c.get("name")]
+    names = [str(c["name"]) for c in columns]
+    name_words = [words(cname) for cname in names]
+    notes = [_text(c.get("description")) or _text(c.get("comment")) for c in columns]
+    column_ids = [column_id(connection, db, name, cname) for cname in names]
     description = _text(entry.get("description")) or _text(entry.get("comment"))
     usage = entry.get("usage") or {}
     usage_text = _text(usage.get("narrative")) if isinstance(usage, dict) else ""
-    edges = [Edge("contains", column_id(connection, db, name, str(c["name"]))) for c in columns]
+    edges = [Edge("contains", cid) for cid in column_ids]
     for fk in entry.get("foreignKeys") or []:
         edges.append(Edge("fk", table_id(connection, fk["refDb"], fk["refTable"]),
                           {"columns": fk["columns"], "refColumns": fk["refColumns"]}))
@@ -125,11 +129,12 @@ def _table_documents(connection: str, catalog: str | None, db: str, name: str, e
                            "confidence": rel.get("confidence")}))
     table_ref = {"catalog": catalog, "db": db, "name": name}
     aliases = _aliases(entry.get("aliases"))  # written by people beside the scan's keys
-    column_names = " ".join(f"{c['name']} {words(str(c['name']))}" for c in columns)
-    column_notes = " ".join(_text(c.get("description")) or _text(c.get("comment")) for c in columns)
+    table_words = words(name)
+    column_names = " ".join(f"{cname} {spelled}" for cname, spelled in zip(names, name_words, strict=True))
+    column_notes = " ".join(notes)
     documents = [Document(
         id=tid, kind=TABLE, title=f"{db}.{name}", connection=connection,
-        fields={"name": " ".join([name, words(name), *aliases]), "title": f"{db}.{name}", "summary": description,
+        fields={"name": " ".join([name, table_words, *aliases]), "title": f"{db}.{name}", "summary": description,
                 "tags": "", "body": f"{column_names} {column_notes}".strip(), "extra": usage_text},
         metadata={"connectionId": connection, "tableRef": table_ref, "kind": entry.get("kind", "table"),
                   "aliases": aliases,
@@ -137,24 +142,21 @@ def _table_documents(connection: str, catalog: str | None, db: str, name: str, e
                   "description": entry.get("description"), "columnCount": len(columns),
                   "frequencyTier": usage.get("frequencyTier") if isinstance(usage, dict) else None},
         edges=dedupe_edges(edges),
-        embed_text=f"{words(name)} {description} {' '.join(words(str(c['name'])) for c in columns)}",
+        embed_text=f"{table_words} {description} {' '.join(name_words)}",
     )]
-    for column in columns:
-        cname = str(column["name"])
+    extra = f"{name} {table_words}"  # every column's: the table it is in
+    for column, cname, spelled, note, cid in zip(columns, names, name_words, notes, column_ids, strict=True):
         samples_in = list(column.get("samples") or [])
         shown = redactor.column_values(cname, samples_in) if redactor is not None else samples_in
-        samples = " ".join(_text(v) for v in shown)
-        note = _text(column.get("description")) or _text(column.get("comment"))
         documents.append(Document(
-            id=column_id(connection, db, name, cname), kind=COLUMN, title=f"{db}.{name}.{cname}",
-            connection=connection,
-            fields={"name": f"{cname} {words(cname)}", "title": f"{name}.{cname}", "summary": note,
-                    "tags": _text(column.get("type")), "body": samples, "extra": f"{name} {words(name)}"},
-            embed_text=f"{words(cname)} {words(name)} {note}",  # samples would drown the name in repeats
+            id=cid, kind=COLUMN, title=f"{db}.{name}.{cname}", connection=connection,
+            fields={"name": f"{cname} {spelled}", "title": f"{name}.{cname}", "summary": note,
+                    "tags": _text(column.get("type")), "body": " ".join([_text(v) for v in shown]) if shown else "",
+                    "extra": extra},
+            embed_text=f"{spelled} {table_words} {note}",  # samples would drown the name in repeats
             metadata={"connectionId": connection, "tableRef": table_ref, "columnName": cname,
                       "type": column.get("type"), "nativeType": column.get("nativeType"),
                       "primaryKey": bool(column.get("primaryKey")), "comment": column.get("comment"),
                       "samples": shown[:10]},
         ))
     return documents
-
