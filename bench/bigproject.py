@@ -251,7 +251,7 @@ def main() -> None:
         stack.callback(pgcluster.drop_database, admin, dbname)
         dsn = cluster.dsn(dbname)
         out["warehouse"] = build_warehouse(dsn, args.tables, catalog)
-        if not args.first_search_only:
+        if not args.until_first_search:
             lines, _ = workload.write_log(project / "query-log.jsonl", bases, args.templates, random.Random(SEED))
             out["log_lines"] = lines
         out["setup_s"] = round(time.perf_counter() - clock, 1)
