@@ -51,6 +51,10 @@ from khive.project.store import PathOutsideProject, inside
 from khive.sqlite_util import immediate
 
 log = logging.getLogger(__name__)
+# A link inside the project is read by the verbs that open one file (ADR 0032), but never indexed: the watcher
+# reports changes to the file a link points at, not to the link, so its documents would go stale unseen.
+LINK_NOT_INDEXED = ("a symlink: not indexed, so search and list leave it out (reading it by its key still works); "
+                    "replace the link with the file itself to have it found")
 _META_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -218,8 +222,10 @@ class RetrievalIndex:
         try:
             path = inside(self.project, relative)  # a file linked from outside the project is never read
         except PathOutsideProject as exc:
-            report.errors[relative] = exc.message
-            self._remove(source_name, relative, report)
+            self._record_unread(source_name, relative, f"{exc.message}; not indexed", report)
+            return
+        if os.path.islink(self.project / relative):
+            self._record_unread(source_name, relative, LINK_NOT_INDEXED, report)
             return
         try:
             data = path.read_bytes()
@@ -245,6 +251,19 @@ class RetrievalIndex:
             log.warning("index: %s: %s", relative, error)
         self.db.execute("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?)",
                         (source_name, relative, stat.st_mtime_ns, stat.st_size, sha, error))
+        report.reindexed += 1
+
+    def _record_unread(self, source_name: str, relative: str, error: str, report: RefreshReport) -> None:
+        """A file the index will not read (a symlink): no documents, and the reason kept for ``item_errors``."""
+        delete_item_docs(self.db, source_name, relative)
+        try:
+            stat = os.lstat(self.project / relative)
+        except FileNotFoundError:
+            self._remove(source_name, relative, report)
+            return
+        report.errors[relative] = error
+        self.db.execute("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?)",
+                        (source_name, relative, stat.st_mtime_ns, stat.st_size, "", error))
         report.reindexed += 1
 
     def _remove(self, source_name: str, relative: str, report: RefreshReport) -> None:

@@ -28,7 +28,8 @@ def is_skipped_file(name: str) -> bool:
 
 
 def stat_walk(roots: Iterable[Path], suffixes: tuple[str, ...] | None = None) -> dict[Path, Stamp]:
-    """Stamp every regular file under ``roots`` (symlinks are not followed); missing roots are empty."""
+    """Stamp every regular file and file-named symlink under ``roots`` (links are stamped, never followed:
+    the index reports them instead of reading them); missing roots are empty."""
     return {Path(path): stamp for path, stamp in stat_walk_paths(roots, suffixes).items()}
 
 
@@ -45,8 +46,8 @@ def stat_walk_paths(roots: Iterable[Path], suffixes: tuple[str, ...] | None = No
                     if entry.is_dir(follow_symlinks=False):
                         if not is_skipped_dir(name):
                             stack.append(entry.path)
-                    elif (entry.is_file(follow_symlinks=False) and not is_skipped_file(name)
-                          and (suffixes is None or name.endswith(suffixes))):
+                    elif ((entry.is_file(follow_symlinks=False) or entry.is_symlink()) and not is_skipped_file(name)
+                          and (suffixes is None or name.endswith(suffixes))):  # a link: reported, never read
                         try:
                             st = entry.stat(follow_symlinks=False)
                         except FileNotFoundError:  # deleted between listing and stat

@@ -220,7 +220,8 @@ class ChangeWatcher:
                         if entry.is_dir(follow_symlinks=False):
                             if not is_skipped_dir(entry.name):
                                 stack.append(entry.path)
-                        elif entry.is_file(follow_symlinks=False) and not is_skipped_file(entry.name):
+                        elif ((entry.is_file(follow_symlinks=False) or entry.is_symlink())
+                              and not is_skipped_file(entry.name)):
                             changed.add(entry.path)
             except OSError:
                 continue

@@ -6,9 +6,16 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 from project_surface import error_code, files_under, over_cli, over_mcp, shop_project
+
+from khive.bootstrap import open_runtime
+from khive.context import CLI, Context
+from khive.dispatch import dispatch
+from khive.dsl import parse
 
 PAGE = "---\nsummary: {summary}\n---\n{body}\n"
 SECRET = "zanzibar-7731 the secret plans"
@@ -168,3 +175,38 @@ def test_a_database_path_that_links_out_is_refused(project: Path, outside: Path)
     (project / "shop.sqlite").symlink_to(outside / "shop.sqlite")
     result = over_mcp(project, 'sql.execute(connection="shop", sql="SELECT count(*) FROM orders")')
     assert error_code(result) == "path_outside_project"
+
+
+def _listed_pages_and_errors(listed: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
+    assert listed["ok"], listed
+    return [page["key"] for page in listed["result"]["pages"]], listed["result"]["errors"]
+
+
+def test_wiki_list_says_why_a_linked_page_is_left_out(project: Path, outside: Path) -> None:
+    """A linked page is never indexed: wiki.list names it and why, in a fresh process (the full walk) and in a
+    warm one whose watcher sees the links made after its first refresh."""
+    (project / "wiki/global/orders.md").write_text(PAGE.format(summary="how we count orders", body="distinct ids"))
+    runtime = open_runtime(project, {})
+
+    def warm_list() -> dict[str, Any]:
+        async def run() -> dict[str, Any]:
+            envelope = await dispatch(parse("wiki.list()"), Context(runtime, "operator:t", CLI, presentation="verbose"))
+            return dict(envelope["results"][0])
+        return anyio.run(run)
+
+    try:
+        assert _listed_pages_and_errors(warm_list()) == (["orders"], {})
+        (project / "wiki/global/leak.md").symlink_to(outside / "secret.md")
+        (project / "wiki/global/order-count.md").symlink_to("orders.md")
+        answers = [warm_list(), over_cli(project, "wiki.list()"), over_mcp(project, "wiki.list()")]
+    finally:
+        anyio.run(runtime.aclose)
+    for listed in answers:
+        pages, errors = _listed_pages_and_errors(listed)
+        assert pages == ["orders"]
+        assert set(errors) == {"wiki/global/leak.md", "wiki/global/order-count.md"}, errors
+        assert "out of the project" in errors["wiki/global/leak.md"]
+        assert "symlink: not indexed" in errors["wiki/global/order-count.md"]
+        assert SECRET not in str(listed) and str(outside) not in str(listed)
+    found = over_mcp(project, 'wiki.search(query="zanzibar")')
+    assert found["ok"] and found["result"]["hits"] == []
