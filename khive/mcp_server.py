@@ -57,7 +57,7 @@ PRINCIPAL_SCOPE_KEY = "khive.principal"
 # Dispatch function: the local dispatcher, or a daemon forwarder with the same signature.
 # (the request text, the request parsed once at the edge, context) -> envelope. The text travels on for
 # forwarding to the daemon and for the audit; nothing downstream parses it again.
-Dispatcher = Callable[[str, Request, Context], Awaitable[dict[str, Any]]]
+Dispatcher = Callable[[Request, Context], Awaitable[dict[str, Any]]]  # the request parsed once, here (ADR 0044)
 
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -79,7 +79,7 @@ def parse_error_data(exc: DslSyntaxError) -> dict[str, Any]:
             "column": exc.column, "excerpt": exc.excerpt, "hint": exc.hint}
 
 
-async def local_dispatch(text: str, request: Request, ctx: Context) -> dict[str, Any]:
+async def local_dispatch(request: Request, ctx: Context) -> dict[str, Any]:
     return await dispatch(request, ctx)
 
 
@@ -91,7 +91,7 @@ def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: Daemo
 
     from khive.daemon.client import Call, Forwarded, forward_or_spawn
 
-    async def dispatcher(text: str, request: Request, ctx: Context) -> dict[str, Any]:
+    async def dispatcher(request: Request, ctx: Context) -> dict[str, Any]:
         sampler = ctx.sampler
 
         def progress(done: float, total: float | None, message: str | None) -> None:
@@ -117,7 +117,7 @@ def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: Daemo
             return outcome.envelope
         if note is not None:
             note(f"dispatching locally: {outcome.reason}")
-        return await local_dispatch(text, request, ctx)
+        return await local_dispatch(request, ctx)
 
     return dispatcher
 
@@ -159,7 +159,7 @@ def build_server(runtime: Runtime, *, transport: str = MCP_STDIO,
                               request_id=request_id, progress=progress, sampler=sampler,
                               user=user, client=_client_name(ctx))
         try:
-            envelope = await dispatcher(text, request, request_ctx)
+            envelope = await dispatcher(request, request_ctx)
             asked = sampler.input_required()  # 2026-07-28: samples travel in a second round of the same call
             if asked is not None:
                 return asked

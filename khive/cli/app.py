@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the forwarding path of `khive request` must not import the 
     from khive.daemon.client import Forwarded, Local
     from khive.daemon.paths import DaemonSettings
     from khive.dsl.nodes import Request
+    from khive.mcp_server import Dispatcher
     from khive.runtime import Runtime
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -380,7 +381,7 @@ def _mcp(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _daemon_dispatcher(args: argparse.Namespace, project: Path) -> Any:
+def _daemon_dispatcher(args: argparse.Namespace, project: Path) -> Dispatcher:
     from khive.daemon.paths import settings_from_env
     from khive.mcp_server import forwarding_dispatcher
 

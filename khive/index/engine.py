@@ -25,8 +25,8 @@ import numpy as np
 import orjson
 
 from khive.gcpause import paused_gc
+from khive.index import links, vectorblob
 from khive.index import search as search_mod
-from khive.index import vectorblob
 from khive.index.documents import FIELDS, Document, EdgeRule, IndexSource, owns, owns_relative
 from khive.index.embed import CellEmbedder, Embedder
 from khive.index.scanstat import stat_walk_paths
@@ -47,14 +47,9 @@ from khive.index.store import (
 )
 from khive.index.watch import ChangeWatcher
 from khive.limits import DEFAULT_LIMITS, Limits, applied
-from khive.project.store import PathOutsideProject, inside
 from khive.sqlite_util import immediate
 
 log = logging.getLogger(__name__)
-# A link inside the project is read by the verbs that open one file (ADR 0032), but never indexed: the watcher
-# reports changes to the file a link points at, not to the link, so its documents would go stale unseen.
-LINK_NOT_INDEXED = ("a symlink: not indexed, so search and list leave it out (reading it by its key still works); "
-                    "replace the link with the file itself to have it found")
 _META_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -111,7 +106,7 @@ class RetrievalIndex:
 
     def _roots(self) -> list[Path]:
         roots = sorted({self.project / root for source in self.sources.values() for root in source.roots})
-        roots = [root for root in roots if _stays_inside(self.project, root)]  # a root linked elsewhere is not ours
+        roots = [root for root in roots if links.stays_inside(self.project, root)]  # a root linked elsewhere: not ours
         # the watcher does not support nested roots; an outer root already covers an inner one
         return [root for root in roots if not any(root != other and root.is_relative_to(other) for other in roots)]
 
@@ -219,13 +214,9 @@ class RetrievalIndex:
         """``holds_nothing``: the index had no documents when this refresh began, so none of this file's are in it
         (each file is indexed once per refresh); without the item index, looking would scan every document."""
         report.checked += 1
-        try:
-            path = inside(self.project, relative)  # a file linked from outside the project is never read
-        except PathOutsideProject as exc:
-            self._record_unread(source_name, relative, f"{exc.message}; not indexed", report)
-            return
-        if os.path.islink(self.project / relative):
-            self._record_unread(source_name, relative, LINK_NOT_INDEXED, report)
+        path = links.readable(self.project, relative)  # never through a symlink
+        if isinstance(path, str):
+            self._record_unread(source_name, relative, path, report)
             return
         try:
             data = path.read_bytes()
@@ -594,12 +585,3 @@ class RetrievalIndex:
                 self._watcher.close()
                 self._watcher = None
             self.db.close()
-
-
-def _stays_inside(project: Path, root: Path) -> bool:
-    try:
-        inside(project, root)
-    except PathOutsideProject as exc:
-        log.warning("index: not indexing %s: %s", root, exc.message)
-        return False
-    return True

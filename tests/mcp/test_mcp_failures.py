@@ -55,7 +55,7 @@ async def faulty(project: Path) -> AsyncIterator[Runtime]:
         await runtime.aclose()
 
 
-async def broken_dispatcher(text: str, request: Request, ctx: Context) -> dict[str, Any]:
+async def broken_dispatcher(request: Request, ctx: Context) -> dict[str, Any]:
     raise RuntimeError("the forwarder broke")
 
 
