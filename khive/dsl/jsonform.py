@@ -49,13 +49,18 @@ def parse_json_form(text: str) -> Request:
     return _build(text, data)
 
 
-def from_data(data: Any) -> Request:
+def from_data(data: Any, source: str = "") -> Request:
     """The request that ``render`` made ``data`` from; a ``DslSyntaxError`` when ``data`` is not that form.
-    Each op's arguments may nest as deep as the DSL allows inside its parentheses."""
+    Each op's arguments may nest as deep as the DSL allows inside its parentheses (and a batch's brackets,
+    a level of the DSL text too). ``source``: the JSON text ``data`` was decoded from, whose integers are
+    range-checked (orjson decodes one beyond 64 bits as a float, silently)."""
+    if source:
+        values.check_json_integers(source)
     ops = data.get("chain") if isinstance(data, dict) and "chain" in data else data
+    outer = 2 if isinstance(data, list) else 1  # [a(x=...)]: the batch's '[' and the op's '(' are two levels
     for op in ops if isinstance(ops, list) else [ops]:
         if isinstance(op, dict) and isinstance(op.get("args"), dict):
-            _check_depth("", op["args"])
+            _check_depth("", op["args"], outer)
     return _build("", data)
 
 
@@ -152,10 +157,11 @@ def _has_ref(value: Any) -> bool:
     return False
 
 
-def _check_depth(text: str, data: Any) -> None:
+def _check_depth(text: str, data: Any, depth: int = 1) -> None:
+    """Whether ``data``, itself at nesting level ``depth``, nests no deeper than ``MAX_DEPTH``."""
     if text and text.count("[") + text.count("{") <= MAX_DEPTH:
         return  # cannot nest deeper than the number of openers
-    stack: list[tuple[Any, int]] = [(data, 1)]
+    stack: list[tuple[Any, int]] = [(data, depth)]
     while stack:
         item, depth = stack.pop()
         if not isinstance(item, (dict, list)):
