@@ -29,7 +29,8 @@ from khive.errors import DslSyntaxError
 MAX_DEPTH = 64
 MAX_OPS = 100
 _VERB_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?\Z")
-_REF_RE = re.compile(r"\$prev((?:\.[A-Za-z_][A-Za-z0-9_]*|\[[0-9]+\])*)\Z")
+# Possessive: a long look-alike ("$prev.a.a...a!") fails in one pass, not by backtracking through every step.
+_REF_RE = re.compile(r"\$prev(?:\.[A-Za-z_][A-Za-z0-9_]*+|\[[0-9]++\])*+\Z")
 _REF_STEP_RE = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[([0-9]+)\]")
 
 
@@ -55,7 +56,7 @@ def from_data(data: Any, source: str = "") -> Request:
     a level of the DSL text too). ``source``: the JSON text ``data`` was decoded from, whose integers are
     range-checked (orjson decodes one beyond 64 bits as a float, silently)."""
     if source:
-        values.check_json_integers(source)
+        values.check_decoded_integers(source)
     ops = data.get("chain") if isinstance(data, dict) and "chain" in data else data
     outer = 2 if isinstance(data, list) else 1  # [a(x=...)]: the batch's '[' and the op's '(' are two levels
     for op in ops if isinstance(ops, list) else [ops]:
@@ -130,10 +131,8 @@ def _op(text: str, item: Any, where: str) -> Op:
 
 def _refs(value: Any) -> Any:
     if isinstance(value, str):
-        match = _REF_RE.match(value)
-        if match:
-            steps = tuple(name if name else int(index) for name, index in _REF_STEP_RE.findall(match.group(1)))
-            return Ref(steps)
+        if _REF_RE.match(value):  # finditer, not findall: a path of a million steps is not one long GIL hold
+            return Ref(tuple(step[1] or _ref_index(step[2]) for step in _REF_STEP_RE.finditer(value, len("$prev"))))
         if value.startswith("\\") and value.lstrip("\\").startswith("$prev"):
             return value[1:]  # one backslash less: "\\$prev" -> "$prev", "\\\\$prev" -> "\\$prev"
         return value
@@ -142,6 +141,13 @@ def _refs(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _refs(item) for key, item in value.items()}
     return value
+
+
+def _ref_index(raw: str) -> int:
+    problem = values.ref_index_problem(raw)
+    if problem is not None:
+        raise syntax_error("", 1, 1, problem, "number-out-of-range", values.REF_INDEX_HINT)
+    return int(raw)
 
 
 def _has_ref(value: Any) -> bool:

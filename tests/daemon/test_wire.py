@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import pwd
 import socket
+import statistics
 import struct
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import orjson
@@ -262,4 +265,65 @@ def test_an_empty_request_text_is_refused_and_audited(daemon: Daemon, project: P
     answer = _answer(daemon, status, _raw_request("empty-1", ops=b'""'))
     assert (answer["code"], answer["details"]["reason"]) == ("parse_error", "empty"), answer  # type: ignore[index]
     [event] = [e for e in audit(project, daemon.env) if e["requestId"] == "empty-1"]
+    assert (event["verb"], event["outcome"]) == ("(parse)", "parse_error")
+
+
+LONG_CHECKS = {
+    "a reference look-alike up to its last character": {"tag": "$prev" + ".a" * 1_900_000 + "!"},
+    "a long string beside a long digit run": {"tag": "x" * 3_800_000, "note": "1234567890123456789"},
+    "a reference of a million steps": {"tag": "$prev" + "[7]" * 1_000_000},
+}
+
+
+@pytest.mark.parametrize("args", list(LONG_CHECKS.values()), ids=list(LONG_CHECKS))
+def test_ping_answers_within_100_ms_while_a_long_parsed_request_is_checked(daemon: Daemon, project: Path,
+                                                                          args: dict[str, str]) -> None:
+    """ADR 0027's bound, for the check of a parsed request: each hostile frame is ~3.8 MB that takes the
+    check long (~0.4 s of one regular expression before this was fixed), then a bad verb, so it is refused
+    after the whole check. A timing assertion is what the issue asks for; the bound is on the median, as
+    in test_no_stall.py (a shared two-core machine), and on the pings that a blocked loop would hold."""
+    status = started(daemon, project)
+    body = orjson.dumps(_request_frame(id="long-check", request=[{"verb": "d.read", "args": args},
+                                                                  {"verb": "not a verb"}]))
+    frame = struct.pack(">I", len(body)) + body
+    answers: list[dict[str, object]] = []
+
+    def hostile() -> None:
+        with connect(daemon.socket) as sock:
+            _hello(sock, status)
+            for _ in range(3):
+                sock.sendall(frame)
+                answers.append(frames.recv_frame(sock))
+
+    worker = threading.Thread(target=hostile)
+    pings: list[float] = []
+    with connect(daemon.socket) as sock:
+        _hello(sock, status)
+        worker.start()
+        while worker.is_alive():
+            began = time.perf_counter()
+            frames.send_frame(sock, _request_frame(id="ping", ops="ping()"))
+            assert frames.recv_frame(sock)["envelope"]["status"] == "success"
+            pings.append(time.perf_counter() - began)
+    worker.join()
+    assert [answer["details"]["reason"] for answer in answers] == ["verb-name"] * 3  # type: ignore[index]
+    assert len(pings) >= 3, "too few pings while the hostile frames were checked to prove anything"
+    assert statistics.median(pings) < 0.1, sorted(pings)
+    # A check on the loop (or one long regular expression, which holds the GIL) stalls one ping per frame
+    # for 0.3-0.5 s; one slow ping is allowed for the noise of a shared machine.
+    assert sum(ping > 0.2 for ping in pings) <= 1, sorted(pings)
+
+
+@pytest.mark.parametrize("carried", ["ops", "request"])
+def test_a_reference_index_of_5000_digits_is_refused_and_audited(daemon: Daemon, project: Path, carried: str) -> None:
+    """Python refuses to convert more than 4,300 digits to an int (ValueError): the daemon used to drop the
+    connection without an answer or an audit event."""
+    status = started(daemon, project)
+    ref = "$prev[" + "9" * 5000 + "]"
+    text = f'd.read(tag="a") | d.read(tag="b", note={ref})'
+    data = {"chain": [{"verb": "d.read", "args": {"tag": "a"}}, {"verb": "d.read", "args": {"tag": "b", "note": ref}}]}
+    answer = _answer(daemon, status, _raw_request("ref-5000", **{carried: orjson.dumps(
+        text if carried == "ops" else data)}))
+    assert (answer["code"], answer["details"]["reason"]) == ("parse_error", "number-out-of-range"), answer  # type: ignore[index]
+    [event] = [e for e in audit(project, daemon.env) if e["requestId"] == "ref-5000"]
     assert (event["verb"], event["outcome"]) == ("(parse)", "parse_error")
