@@ -9,8 +9,9 @@ leading backslash (``"\\\\$prev"`` in JSON text) keeps it a literal string.
 
 The same form carries a parsed request from the edge (CLI, MCP) to the daemon: ``render`` turns a
 ``Request`` into this form's data and ``from_data`` builds it back, so a request is parsed once, at
-the edge, and the daemon only checks the shape (orjson has decoded the frame already, which bounds
-integers and refuses lone surrogates).
+the edge, and the daemon only checks the shape. orjson has decoded the frame already, which refuses
+lone surrogates but reads an integer beyond 64 bits as a float: ``from_data`` range-checks the
+integers of the frame's text itself.
 """
 
 from __future__ import annotations

@@ -107,6 +107,8 @@ def check_decoded_integers(source: str) -> None:
     except RecursionError:  # orjson allows deeper nesting than Python's decoder
         raise syntax_error("", 1, 1, "nesting too deep to check its numbers", "too-deep",
                            "flatten the value") from None
+    except json.JSONDecodeError as exc:  # JSON orjson read and Python's decoder does not: refused, never a crash
+        raise syntax_error("", 1, 1, f"invalid JSON: {exc.msg}", "json-error") from None
 
 
 def position(text: str, offset: int) -> tuple[int, int]:
