@@ -2,7 +2,8 @@
 
 One event loop answers every agent of a daemon, so it only does work whose cost has a small fixed
 bound: the dispatcher's bookkeeping, parsing a request text of at most ``INLINE_PARSE_CHARS`` (or
-checking a request its client parsed, of at most ``INLINE_REQUEST_NODES`` values), and finishing
+checking a request its client parsed, of at most ``INLINE_REQUEST_NODES`` values in a frame of at most
+``INLINE_REQUEST_BYTES``), and finishing
 (depth guard, dump, presentation) a result of at most ``INLINE_RESULT_NODES`` values.
 Everything whose cost grows with its input runs in a worker thread (``khive.threads``):
 
@@ -36,6 +37,7 @@ from khive.verbs import Verb
 
 INLINE_PARSE_CHARS = 1024  # the slowest DSL texts parse at ~3.5 us a character: at most ~4 ms on the loop
 INLINE_REQUEST_NODES = 1000  # checking a parsed request's shape costs well under 1 us a value
+INLINE_REQUEST_BYTES = 16 * 1024  # and its strings up to ~0.1 us a character (a long "$prev..." look-alike)
 INLINE_RESULT_NODES = 1000  # finishing costs ~0.5 us a value: at most ~0.5 ms on the loop
 
 
@@ -110,9 +112,9 @@ async def parse_request(text: str) -> Request:
     return await run_blocking(parse, text)
 
 
-async def request_from_data(data: Any) -> Request:
-    """A request its client parsed, from the JSON form's data (``jsonform.from_data``); in a worker thread
-    when it holds many values."""
-    if _at_most(data, INLINE_REQUEST_NODES):
-        return jsonform.from_data(data)
-    return await run_blocking(jsonform.from_data, data)
+async def request_from_data(data: Any, frame: bytes) -> Request:
+    """A request its client parsed, from the JSON form's data (``jsonform.from_data``) and the ``frame`` it
+    was decoded from; in a worker thread when it holds many values or the frame is long."""
+    if len(frame) <= INLINE_REQUEST_BYTES and _at_most(data, INLINE_REQUEST_NODES):
+        return jsonform.from_data(data, frame.decode())
+    return await run_blocking(lambda: jsonform.from_data(data, frame.decode()))

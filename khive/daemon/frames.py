@@ -89,6 +89,13 @@ def _recv_exactly(sock: socket.socket, size: int, *, at_boundary: bool) -> bytes
 
 async def receive_frame(stream: BufferedByteReceiveStream, limit: int = MAX_REQUEST_FRAME) -> dict[str, Any] | None:
     """The next frame, or None when the peer closed the connection between frames."""
+    body = await receive_body(stream, limit)
+    return None if body is None else decode(body)
+
+
+async def receive_body(stream: BufferedByteReceiveStream, limit: int = MAX_REQUEST_FRAME) -> bytes | None:
+    """The next frame's body, undecoded (its JSON text), or None when the peer closed the connection between
+    frames."""
     import anyio
 
     try:
@@ -100,4 +107,4 @@ async def receive_frame(stream: BufferedByteReceiveStream, limit: int = MAX_REQU
         body = await stream.receive_exactly(size)
     except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError, ConnectionError):
         raise ConnectionClosed("the client closed the connection in the middle of a frame", clean=False) from None
-    return decode(body)
+    return bytes(body)

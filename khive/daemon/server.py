@@ -24,7 +24,7 @@ from khive import __version__
 from khive.audit.trail import audit_parse_error
 from khive.context import CLI, MCP_HTTP, MCP_STDIO, PRESENTATIONS, Context
 from khive.daemon import protocol
-from khive.daemon.frames import ConnectionClosed, FrameTooLarge, encode, receive_frame
+from khive.daemon.frames import ConnectionClosed, FrameTooLarge, decode, encode, receive_body
 from khive.daemon.peer import peer_credentials, principal_for
 from khive.daemon.sampling import RemoteSampler
 from khive.daemon.warm import WarmState
@@ -124,14 +124,15 @@ class DaemonServer:
         identified = False
         while True:
             try:
-                message = await receive_frame(frames)
+                body = await receive_body(frames)
+                message = None if body is None else decode(body)
             except FrameTooLarge as exc:  # the body is never read: answer and hang up
                 await _send(stream, protocol.error(exc.code, exc.message, **exc.details))
                 return
             except (ConnectionClosed, DaemonError) as exc:
                 await _send(stream, protocol.error("bad_frame", exc.message))
                 return
-            if message is None:
+            if body is None or message is None:
                 return
             self.last_activity = time.monotonic()
             kind = message["type"]
@@ -154,14 +155,14 @@ class DaemonServer:
                         "daemon_refused", "send hello with this daemon's config_id before a request",
                         config_id=self.config_id))
                     return
-                await self._request(stream, frames, message, peer_uid)
+                await self._request(stream, frames, message, body, peer_uid)
             else:
                 await _send(stream, protocol.error("bad_frame", f"unknown frame type {kind!r}; expected hello, "
                                                    "request, status or stop"))
                 return
 
     async def _request(self, stream: SocketStream, frames: BufferedByteReceiveStream, message: dict[str, Any],
-                       peer_uid: int) -> None:
+                       body: bytes, peer_uid: int) -> None:
         problem = protocol.request_problem(message, PRESENTATIONS, TRANSPORTS)
         if problem:
             await _send(stream, protocol.error("bad_frame", problem))
@@ -169,9 +170,9 @@ class DaemonServer:
         principal, user = principal_for(message["principal"], message["transport"], peer_uid)
         client = client_label(message.get("client"))
         try:
-            parsed = await _request_of(message)
+            parsed = await _request_of(message, body)
         except DslSyntaxError as exc:
-            text = message.get("ops") or orjson.dumps(message["request"]).decode()
+            text = message["ops"] if "ops" in message else orjson.dumps(message["request"]).decode()
             await audit_parse_error(self.runtime.audit, exc, text, request_id=message["id"],
                                     principal=principal, transport=message["transport"],
                                     user=user or message["user"], client=client)
@@ -233,10 +234,11 @@ class DaemonServer:
             return encode({"type": "envelope", "envelope": failed})
 
 
-async def _request_of(message: dict[str, Any]) -> Request:
-    """The request a frame carries: parsed at the edge (only its shape is checked here), or text to parse."""
+async def _request_of(message: dict[str, Any], body: bytes) -> Request:
+    """The request a frame carries: parsed at the edge (only its shape and, in the frame's ``body``, its
+    integers are checked here), or text to parse."""
     if "request" in message:
-        return await request_from_data(message["request"])
+        return await request_from_data(message["request"], body)
     return await parse_request(message["ops"])
 
 

@@ -9,8 +9,9 @@ leading backslash (``"\\\\$prev"`` in JSON text) keeps it a literal string.
 
 The same form carries a parsed request from the edge (CLI, MCP) to the daemon: ``render`` turns a
 ``Request`` into this form's data and ``from_data`` builds it back, so a request is parsed once, at
-the edge, and the daemon only checks the shape (orjson has decoded the frame already, which bounds
-integers and refuses lone surrogates).
+the edge, and the daemon only checks the shape. orjson has decoded the frame already, which refuses
+lone surrogates but reads an integer beyond 64 bits as a float: ``from_data`` range-checks the
+integers of the frame's text itself.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from khive.errors import DslSyntaxError
 MAX_DEPTH = 64
 MAX_OPS = 100
 _VERB_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?\Z")
-_REF_RE = re.compile(r"\$prev((?:\.[A-Za-z_][A-Za-z0-9_]*|\[[0-9]+\])*)\Z")
+# Possessive: a long look-alike ("$prev.a.a...a!") fails in one pass, not by backtracking through every step.
+_REF_RE = re.compile(r"\$prev(?:\.[A-Za-z_][A-Za-z0-9_]*+|\[[0-9]++\])*+\Z")
 _REF_STEP_RE = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[([0-9]+)\]")
 
 
@@ -49,13 +51,18 @@ def parse_json_form(text: str) -> Request:
     return _build(text, data)
 
 
-def from_data(data: Any) -> Request:
+def from_data(data: Any, source: str = "") -> Request:
     """The request that ``render`` made ``data`` from; a ``DslSyntaxError`` when ``data`` is not that form.
-    Each op's arguments may nest as deep as the DSL allows inside its parentheses."""
+    Each op's arguments may nest as deep as the DSL allows inside its parentheses (and a batch's brackets,
+    a level of the DSL text too). ``source``: the JSON text ``data`` was decoded from, whose integers are
+    range-checked (orjson decodes one beyond 64 bits as a float, silently)."""
+    if source:
+        values.check_decoded_integers(source)
     ops = data.get("chain") if isinstance(data, dict) and "chain" in data else data
+    outer = 2 if isinstance(data, list) else 1  # [a(x=...)]: the batch's '[' and the op's '(' are two levels
     for op in ops if isinstance(ops, list) else [ops]:
         if isinstance(op, dict) and isinstance(op.get("args"), dict):
-            _check_depth("", op["args"])
+            _check_depth("", op["args"], outer)
     return _build("", data)
 
 
@@ -125,10 +132,8 @@ def _op(text: str, item: Any, where: str) -> Op:
 
 def _refs(value: Any) -> Any:
     if isinstance(value, str):
-        match = _REF_RE.match(value)
-        if match:
-            steps = tuple(name if name else int(index) for name, index in _REF_STEP_RE.findall(match.group(1)))
-            return Ref(steps)
+        if _REF_RE.match(value):  # finditer, not findall: a path of a million steps is not one long GIL hold
+            return Ref(tuple(step[1] or _ref_index(step[2]) for step in _REF_STEP_RE.finditer(value, len("$prev"))))
         if value.startswith("\\") and value.lstrip("\\").startswith("$prev"):
             return value[1:]  # one backslash less: "\\$prev" -> "$prev", "\\\\$prev" -> "\\$prev"
         return value
@@ -137,6 +142,13 @@ def _refs(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _refs(item) for key, item in value.items()}
     return value
+
+
+def _ref_index(raw: str) -> int:
+    problem = values.ref_index_problem(raw)
+    if problem is not None:
+        raise syntax_error("", 1, 1, problem, "number-out-of-range", values.REF_INDEX_HINT)
+    return int(raw)
 
 
 def _has_ref(value: Any) -> bool:
@@ -152,10 +164,11 @@ def _has_ref(value: Any) -> bool:
     return False
 
 
-def _check_depth(text: str, data: Any) -> None:
+def _check_depth(text: str, data: Any, depth: int = 1) -> None:
+    """Whether ``data``, itself at nesting level ``depth``, nests no deeper than ``MAX_DEPTH``."""
     if text and text.count("[") + text.count("{") <= MAX_DEPTH:
         return  # cannot nest deeper than the number of openers
-    stack: list[tuple[Any, int]] = [(data, 1)]
+    stack: list[tuple[Any, int]] = [(data, depth)]
     while stack:
         item, depth = stack.pop()
         if not isinstance(item, (dict, list)):

@@ -88,10 +88,13 @@ class _Build(Transformer[Token, Any]):
 
     def ref(self, children: list[Token]) -> Ref:
         token = children[0]
-        steps = tuple(
-            name if name else int(index) for name, index in _REF_STEP_RE.findall(str(token)[len("$prev") :])
-        )
-        return Ref(steps, token.line or 1, token.column or 1)
+        steps: list[str | int] = []
+        for name, index in _REF_STEP_RE.findall(str(token)[len("$prev") :]):
+            problem = None if name else values.ref_index_problem(index)
+            if problem is not None:
+                raise self._fail(token, problem, "number-out-of-range", values.REF_INDEX_HINT)
+            steps.append(name if name else int(index))
+        return Ref(tuple(steps), token.line or 1, token.column or 1)
 
     def bareword(self, children: list[Token]) -> _Bareword:
         return _Bareword(children[0])

@@ -8,6 +8,7 @@ of the request runs and no later encoder meets them.
 
 from __future__ import annotations
 
+import json
 import re
 
 from khive.dsl.errors import syntax_error
@@ -61,6 +62,16 @@ def integer_problem(raw: str) -> str | None:
     return None
 
 
+def ref_index_problem(raw: str) -> str | None:
+    """Why the list index ``raw`` of a ``$prev[...]`` reference cannot be carried (beyond 64 bits), or None;
+    never converts a long digit string (Python refuses ints of more than 4,300 digits with a ValueError)."""
+    problem = integer_problem(raw)
+    return None if problem is None else f"reference index {problem.removeprefix('integer ')}"
+
+
+REF_INDEX_HINT = "a list index fits in 64 bits: $prev.items[0]"
+
+
 def check_json_integers(text: str) -> None:
     """The JSON form: orjson turns an integer beyond 64 bits into a float (silently losing digits)."""
     if _LONG_DIGITS_RE.search(text) is None:
@@ -77,11 +88,35 @@ def check_json_integers(text: str) -> None:
             raise syntax_error(text, line, column, problem, "number-out-of-range", INT_HINT)
 
 
+def check_decoded_integers(source: str) -> None:
+    """The JSON text ``source`` that orjson decoded already (a daemon frame): it read an integer beyond 64 bits
+    as a float, silently. Python's own decoder hands over each integer literal as written; it runs only when
+    ``source`` holds a long digit run, and never with one regular expression over the whole text (which
+    holds the GIL for as long as it scans: a 4 MiB string would stall the event loop)."""
+    if _LONG_DIGITS_RE.search(source) is None:
+        return
+
+    def integer(raw: str) -> int:
+        problem = integer_problem(raw)
+        if problem is not None:
+            raise syntax_error("", 1, 1, problem, "number-out-of-range", INT_HINT)
+        return int(raw)
+
+    try:
+        json.loads(source, parse_int=integer)
+    except RecursionError:  # orjson allows deeper nesting than Python's decoder
+        raise syntax_error("", 1, 1, "nesting too deep to check its numbers", "too-deep",
+                           "flatten the value") from None
+    except json.JSONDecodeError as exc:  # JSON orjson read and Python's decoder does not: refused, never a crash
+        raise syntax_error("", 1, 1, f"invalid JSON: {exc.msg}", "json-error") from None
+
+
 def position(text: str, offset: int) -> tuple[int, int]:
     """1-based line and column of ``offset``."""
     line = text.count("\n", 0, offset) + 1
     return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
-__all__ = ["INT_HINT", "INT_MAX", "INT_MIN", "STRING_RE", "DslSyntaxError", "check_json_integers", "check_text",
-           "integer_problem", "string_problem"]
+__all__ = ["INT_HINT", "INT_MAX", "INT_MIN", "REF_INDEX_HINT", "STRING_RE", "DslSyntaxError",
+           "check_decoded_integers", "check_json_integers", "check_text", "integer_problem", "ref_index_problem",
+           "string_problem"]

@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import pwd
 import socket
+import statistics
 import struct
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import orjson
@@ -197,4 +200,130 @@ def test_a_parsed_request_of_the_wrong_shape_is_refused_and_audited(daemon: Daem
         answer = frames.recv_frame(sock)
     assert answer["code"] == "parse_error" and answer["details"]["reason"] == "prev-in-first-op", answer
     [event] = [e for e in audit(project, daemon.env) if e["requestId"] == "badshape-1"]
+    assert (event["verb"], event["outcome"]) == ("(parse)", "parse_error")
+
+
+def _answer(daemon: Daemon, status: dict[str, object], body: bytes) -> dict[str, object]:
+    """The daemon's answer to one raw request frame ``body`` (JSON text, sent as is: duplicate keys, big
+    integers and all)."""
+    with connect(daemon.socket) as sock:
+        _hello(sock, status)
+        sock.sendall(struct.pack(">I", len(body)) + body)
+        return frames.recv_frame(sock)
+
+
+def _raw_request(request_id: str, **carried: bytes) -> bytes:
+    """A request frame whose carried fields are raw JSON text."""
+    head = orjson.dumps(_request_frame(id=request_id))[:-1]
+    return head + b"".join(b',"' + name.encode() + b'":' + value for name, value in carried.items()) + b"}"
+
+
+@pytest.mark.parametrize("number", ["18446744073709551616", "-9223372036854775809", "123456789012345678901234567890"])
+def test_an_integer_beyond_64_bits_is_refused_whether_parsed_or_text(daemon: Daemon, project: Path,
+                                                                     number: str) -> None:
+    """orjson reads such an integer as a float, silently: the parsed request would run with another value."""
+    status = started(daemon, project)
+    as_text = _answer(daemon, status, _raw_request("big-text", ops=orjson.dumps(f'd.read(tag="x", note={number})')))
+    parsed = _answer(daemon, status, _raw_request(
+        "big-parsed", request=b'{"verb":"d.read","args":{"tag":"x","note":[' + number.encode() + b']}}'))
+    for answer in (as_text, parsed):
+        assert answer["code"] == "parse_error", answer
+        assert answer["details"]["reason"] == "number-out-of-range", answer  # type: ignore[index]
+    events = {e["requestId"]: e for e in audit(project, daemon.env) if e["requestId"] in ("big-text", "big-parsed")}
+    assert {e["verb"] for e in events.values()} == {"(parse)"} and len(events) == 2
+
+
+def test_an_integer_at_the_64_bit_edges_runs_whether_parsed_or_text(daemon: Daemon, project: Path) -> None:
+    status = started(daemon, project)
+    edges = b"[18446744073709551615,-9223372036854775808,-0.0,1e308,1.5e-320]"
+    as_text = _answer(daemon, status, _raw_request("edge-text", ops=b'"d.read(tag=\\"x\\", note=' + edges + b')"'))
+    parsed = _answer(daemon, status, _raw_request(
+        "edge-parsed", request=b'{"verb":"d.read","args":{"tag":"x","note":' + edges + b"}}"))
+    assert as_text["envelope"]["status"] == parsed["envelope"]["status"] == "success"  # type: ignore[index]
+    notes = [e["args"]["note"] for e in audit(project, daemon.env) if e["requestId"] in ("edge-text", "edge-parsed")]
+    assert notes == [orjson.loads(edges)] * 2
+
+
+@pytest.mark.parametrize(("levels", "runs"), [(62, True), (63, False)])
+def test_a_parsed_batch_nests_as_deep_as_the_same_batch_as_text(daemon: Daemon, project: Path, levels: int,
+                                                                runs: bool) -> None:
+    """The batch's own brackets are a level of the DSL text: a parsed batch gets no extra level."""
+    status = started(daemon, project)
+    note = "[" * levels + "1" + "]" * levels
+    as_text = _answer(daemon, status, _raw_request("deep-text", ops=orjson.dumps(f'[d.read(tag="x", note={note})]')))
+    parsed = _answer(daemon, status, _raw_request(
+        "deep-parsed", request=f'[{{"verb":"d.read","args":{{"tag":"x","note":{note}}}}}]'.encode()))
+    for answer in (as_text, parsed):
+        if runs:
+            assert answer["envelope"]["status"] == "success", answer  # type: ignore[index]
+        else:
+            assert (answer["code"], answer["details"]["reason"]) == ("parse_error", "too-deep"), answer  # type: ignore[index]
+
+
+def test_an_empty_request_text_is_refused_and_audited(daemon: Daemon, project: Path) -> None:
+    status = started(daemon, project)
+    answer = _answer(daemon, status, _raw_request("empty-1", ops=b'""'))
+    assert (answer["code"], answer["details"]["reason"]) == ("parse_error", "empty"), answer  # type: ignore[index]
+    [event] = [e for e in audit(project, daemon.env) if e["requestId"] == "empty-1"]
+    assert (event["verb"], event["outcome"]) == ("(parse)", "parse_error")
+
+
+LONG_CHECKS = {
+    "a reference look-alike up to its last character": {"tag": "$prev" + ".a" * 1_900_000 + "!"},
+    "a long string beside a long digit run": {"tag": "x" * 3_800_000, "note": "1234567890123456789"},
+    "a reference of a million steps": {"tag": "$prev" + "[7]" * 1_000_000},
+}
+
+
+@pytest.mark.parametrize("args", list(LONG_CHECKS.values()), ids=list(LONG_CHECKS))
+def test_ping_answers_within_100_ms_while_a_long_parsed_request_is_checked(daemon: Daemon, project: Path,
+                                                                          args: dict[str, str]) -> None:
+    """ADR 0027's bound, for the check of a parsed request: each hostile frame is ~3.8 MB that takes the
+    check long (~0.4 s of one regular expression before this was fixed), then a bad verb, so it is refused
+    after the whole check. A timing assertion is what the issue asks for; the bound is on the median, as
+    in test_no_stall.py (a shared two-core machine), and on the pings that a blocked loop would hold."""
+    status = started(daemon, project)
+    body = orjson.dumps(_request_frame(id="long-check", request=[{"verb": "d.read", "args": args},
+                                                                  {"verb": "not a verb"}]))
+    frame = struct.pack(">I", len(body)) + body
+    answers: list[dict[str, object]] = []
+
+    def hostile() -> None:
+        with connect(daemon.socket) as sock:
+            _hello(sock, status)
+            for _ in range(3):
+                sock.sendall(frame)
+                answers.append(frames.recv_frame(sock))
+
+    worker = threading.Thread(target=hostile)
+    pings: list[float] = []
+    with connect(daemon.socket) as sock:
+        _hello(sock, status)
+        worker.start()
+        while worker.is_alive():
+            began = time.perf_counter()
+            frames.send_frame(sock, _request_frame(id="ping", ops="ping()"))
+            assert frames.recv_frame(sock)["envelope"]["status"] == "success"
+            pings.append(time.perf_counter() - began)
+    worker.join()
+    assert [answer["details"]["reason"] for answer in answers] == ["verb-name"] * 3  # type: ignore[index]
+    assert len(pings) >= 3, "too few pings while the hostile frames were checked to prove anything"
+    assert statistics.median(pings) < 0.1, sorted(pings)
+    # A check on the loop (or one long regular expression, which holds the GIL) stalls one ping per frame
+    # for 0.3-0.5 s; one slow ping is allowed for the noise of a shared machine.
+    assert sum(ping > 0.2 for ping in pings) <= 1, sorted(pings)
+
+
+@pytest.mark.parametrize("carried", ["ops", "request"])
+def test_a_reference_index_of_5000_digits_is_refused_and_audited(daemon: Daemon, project: Path, carried: str) -> None:
+    """Python refuses to convert more than 4,300 digits to an int (ValueError): the daemon used to drop the
+    connection without an answer or an audit event."""
+    status = started(daemon, project)
+    ref = "$prev[" + "9" * 5000 + "]"
+    text = f'd.read(tag="a") | d.read(tag="b", note={ref})'
+    data = {"chain": [{"verb": "d.read", "args": {"tag": "a"}}, {"verb": "d.read", "args": {"tag": "b", "note": ref}}]}
+    answer = _answer(daemon, status, _raw_request("ref-5000", **{carried: orjson.dumps(
+        text if carried == "ops" else data)}))
+    assert (answer["code"], answer["details"]["reason"]) == ("parse_error", "number-out-of-range"), answer  # type: ignore[index]
+    [event] = [e for e in audit(project, daemon.env) if e["requestId"] == "ref-5000"]
     assert (event["verb"], event["outcome"]) == ("(parse)", "parse_error")

@@ -73,8 +73,27 @@ def test_arguments_may_nest_as_deep_as_the_dsl_allows_and_no_deeper() -> None:
     ("a()", "json-shape"),
     ({"verb": "a", "args": {"x": "$prev.id"}}, "prev-outside-chain"),
     ({"chain": [{"verb": "a", "args": {"x": "$prev"}}]}, "prev-in-first-op"),
+    ({"chain": [{"verb": "a"}, {"verb": "b", "args": {"x": "$prev[" + "9" * 5000 + "]"}}]}, "number-out-of-range"),
 ])
 def test_data_that_is_not_a_parsed_request_is_refused_by_reason(data: Any, reason: str) -> None:
     with pytest.raises(DslSyntaxError) as info:
         from_data(data)
     assert info.value.reason == reason
+
+
+def test_a_batch_nests_its_arguments_one_level_less_as_its_text_does() -> None:
+    """DSL depth counts a batch's '[' too (golden/limits.txt): 63 lists fit in a single op, not in a batch."""
+    value: Any = 1
+    for _ in range(MAX_DEPTH - 1):
+        value = [value]
+    shown = orjson.dumps(value).decode()
+    for text, data in ((f"a(x={shown})", {"verb": "a", "args": {"x": value}}),
+                       (f"[a(x={shown}), a()]", [{"verb": "a", "args": {"x": value}}, {"verb": "a"}])):
+        try:
+            expected = parse(text)
+        except DslSyntaxError as error:
+            with pytest.raises(DslSyntaxError) as info:
+                from_data(data)
+            assert info.value.reason == error.reason == "too-deep"
+        else:
+            assert from_data(data) == expected

@@ -154,8 +154,9 @@ HOSTILE_TEXT = st.sampled_from([
     "SELECT 1 ?", "SELECT * FROM pg_stat_statements", "DROP TABLE sales.orders", "SELECT 1; SELECT 2",
     "sales.orders", "sales.orders.amount", "orders.order_count", "shop", "music", "table:shop:sales.orders",
     "a: &a [*a, *a]\nb: *a", "{{{{", "'; --", "\u202eevil", "名前", "😀" * 100, "\\", "\"", "$prev", "NaN",
-    "-1", "9" * 400, "wiki/../../x", "sales/orders", "users/someone/page",
+    "-1", "9" * 400, "wiki/../../x", "sales/orders", "users/someone/page", "\\$prev.x[0]", "$previous",
 ])
+REF_INDEXES = ("0", "9" * 19, "9" * 21, "9" * 5000)  # 5000 digits: more than Python converts to an int
 SCALARS = st.one_of(
     st.none(), st.booleans(),
     st.integers(), st.integers(min_value=2**63 - 2, max_value=2**70),
@@ -195,7 +196,7 @@ def render_dsl(verb: str, args: dict[str, Any]) -> str:
 
 @st.composite
 def requests(draw: st.DrawFn) -> str:
-    kind = draw(st.sampled_from(["dsl", "json", "text", "mutated", "surrogate"]))
+    kind = draw(st.sampled_from(["dsl", "json", "text", "mutated", "surrogate", "ref"]))
     batch = draw(st.lists(ops(), min_size=1, max_size=5))
     if kind == "json":
         shape = draw(st.sampled_from(["single", "parallel", "chain"]))
@@ -204,6 +205,12 @@ def requests(draw: st.DrawFn) -> str:
         return json.dumps(body)
     if kind == "text":
         return draw(st.text(max_size=200))
+    if kind == "ref":  # a reference, as DSL text or in the JSON form
+        index = draw(st.sampled_from(REF_INDEXES))
+        if draw(st.booleans()):
+            return f"ping(echo=1) | ping(echo=$prev.echo[{index}])"
+        return json.dumps({"chain": [{"verb": "ping", "args": {"echo": [1]}},
+                                     {"verb": "ping", "args": {"echo": f"$prev.echo[{index}]"}}]})
     if kind == "surrogate":  # escapes in the text: the MCP client's own JSON must stay valid
         return 'ping(echo="' + draw(st.sampled_from(LONE_SURROGATES)) + '")'
     rendered = [render_dsl(verb, args) for verb, args in batch]
