@@ -39,7 +39,7 @@ from khive.dsl.nodes import Request
 from khive.project.envfile import with_env_file
 from khive.project.locate import CONFIG_NAME
 
-PROTOCOL = 1
+PROTOCOL = 2  # 2: a request frame carries the parsed request (ADR 0044)
 IDENTITY_ENV = ("KHIVE_PACKS", "KHIVE_EXTRA_PACKS", "PYTHONPATH")
 _ENV_REF = re.compile(rb"env:([A-Za-z_][A-Za-z0-9_]*)")
 

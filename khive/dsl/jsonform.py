@@ -29,6 +29,9 @@ from khive.errors import DslSyntaxError
 
 MAX_DEPTH = 64
 MAX_OPS = 100
+# The JSON form of the largest DSL text (1 MiB) is longer only by quotes around references and a backslash
+# before literal "$prev..." strings: under twice as long. A raw socket client gets no more than that.
+MAX_SOURCE_CHARS = 2 * 1024 * 1024
 _VERB_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?\Z")
 # Possessive: a long look-alike ("$prev.a.a...a!") fails in one pass, not by backtracking through every step.
 _REF_RE = re.compile(r"\$prev(?:\.[A-Za-z_][A-Za-z0-9_]*+|\[[0-9]++\])*+\Z")
@@ -56,6 +59,9 @@ def from_data(data: Any, source: str = "") -> Request:
     Each op's arguments may nest as deep as the DSL allows inside its parentheses (and a batch's brackets,
     a level of the DSL text too). ``source``: the JSON text ``data`` was decoded from, whose integers are
     range-checked (orjson decodes one beyond 64 bits as a float, silently)."""
+    if len(source) > MAX_SOURCE_CHARS:
+        raise syntax_error(source[:200], 1, 1, f"a parsed request is larger than {MAX_SOURCE_CHARS} characters "
+                           "(its text would be over the 1 MiB cap)", "too-large", "split it into several requests")
     if source:
         values.check_decoded_integers(source)
     ops = data.get("chain") if isinstance(data, dict) and "chain" in data else data

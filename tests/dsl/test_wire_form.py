@@ -11,7 +11,7 @@ import pytest
 from test_golden import canonical, golden_files, load_file, render_request
 
 from khive.dsl import MAX_DEPTH, MAX_OPS, parse
-from khive.dsl.jsonform import from_data, render
+from khive.dsl.jsonform import MAX_SOURCE_CHARS, from_data, render
 from khive.errors import DslSyntaxError
 
 
@@ -29,8 +29,8 @@ def _parsed_cases() -> list[Any]:
 
 def _through_the_wire(text: str) -> tuple[str, str]:
     request = parse(text)
-    sent = orjson.loads(orjson.dumps(render(request)))  # exactly what a frame carries
-    return canonical(render_request(request)), canonical(render_request(from_data(sent)))
+    encoded = orjson.dumps(render(request)).decode()  # exactly what a frame carries
+    return canonical(render_request(request)), canonical(render_request(from_data(orjson.loads(encoded), encoded)))
 
 
 @pytest.mark.parametrize("text", _parsed_cases())
@@ -97,3 +97,14 @@ def test_a_batch_nests_its_arguments_one_level_less_as_its_text_does() -> None:
             assert info.value.reason == error.reason == "too-deep"
         else:
             assert from_data(data) == expected
+
+
+def test_a_parsed_request_longer_than_any_text_could_make_is_refused() -> None:
+    """A raw socket client may send up to the 4 MiB frame; a parsed request holds what a 1 MiB text can."""
+    largest_text = "a(x=[" + ",".join(["$prev"] * 174_000) + "])"  # just under 1 MiB of references
+    parsed, received = _through_the_wire("b() | " + largest_text)
+    assert received == parsed
+    data = {"verb": "a", "args": {"x": "y" * MAX_SOURCE_CHARS}}
+    with pytest.raises(DslSyntaxError) as info:
+        from_data(data, orjson.dumps(data).decode())
+    assert info.value.reason == "too-large"
