@@ -269,9 +269,10 @@ def test_an_empty_request_text_is_refused_and_audited(daemon: Daemon, project: P
 
 
 LONG_CHECKS = {
-    "a reference look-alike up to its last character": {"tag": "$prev" + ".a" * 1_900_000 + "!"},
-    "a long string beside a long digit run": {"tag": "x" * 3_800_000, "note": "1234567890123456789"},
-    "a reference of a million steps": {"tag": "$prev" + "[7]" * 1_000_000},
+    # each frame just under the 2 MiB a parsed request may take (jsonform.MAX_SOURCE_CHARS)
+    "a reference look-alike up to its last character": {"tag": "$prev" + ".a" * 1_000_000 + "!"},
+    "a long string beside a long digit run": {"tag": "x" * 2_000_000, "note": "1234567890123456789"},
+    "a reference of 650,000 steps": {"tag": "$prev" + "[7]" * 650_000},
 }
 
 
