@@ -1,8 +1,9 @@
 """Scan artifacts under ``raw-sources/<connection>/live-database/<syncId>/`` (immutable runs, khive.project.runs).
 
 A run holds ``connection.json``, ``tables.json`` (``{"tables": [...]}``, one artifact per table, sorted by
-schema and name) and ``scan-report.json`` (ADR 0021). Runs written before ADR 0021 hold one
-``tables/<db>-<name>.json`` per table instead; they are still read.
+schema and name; on one line since ADR 0049: runs are machine-local, read by programs) and ``scan-report.json``
+(ADR 0021). Runs written before ADR 0021 hold one ``tables/<db>-<name>.json`` per table instead; they are still
+read.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pydantic.alias_generators import to_camel
 from khive.connections.catalog import Table
 from khive.connections.selection import internal_object
 from khive.project.config import RunsConfig
-from khive.project.runs import completed_runs, json_bytes, prune_runs, staged_run
+from khive.project.runs import compact_json_bytes, completed_runs, prune_runs, staged_run
 from khive.project.store import inside
 
 if TYPE_CHECKING:
@@ -50,7 +51,8 @@ def stage_run(project: Path, connection: str, sync_id: str) -> Any:
 
 
 def tables_bytes(tables: list[dict[str, Any]]) -> bytes:
-    return json_bytes({"tables": sorted(tables, key=lambda t: (t["db"], t["name"]))})
+    """``tables.json``: read by programs only (the scan's verbs, the index, historic_sql), so written compactly."""
+    return compact_json_bytes({"tables": sorted(tables, key=lambda t: (t["db"], t["name"]))})
 
 
 def read_json(project: Path, path: Path) -> Any:

@@ -60,26 +60,38 @@ def dump(data: CommentedMap) -> str:
     return body if body.startswith("#") else HEADER + body
 
 
-def scan_entry(table: dict[str, Any]) -> dict[str, Any]:
+# A column's entry by what it is made of (values and their types: True and 1 are equal keys), for one write.
+_ColumnKey = tuple[tuple[Any, ...], tuple[type, ...]]
+ColumnEntries = dict[_ColumnKey, dict[str, Any]]
+
+
+def scan_entry(table: dict[str, Any], made: ColumnEntries | None = None) -> dict[str, Any]:
     """The scan-managed part of one table's shard entry, from its scan artifact.
 
     No sync id, no live figures (row estimates, sample frequencies, relationship confidence) and sample
     values chosen to stay put (``examples.py``): an entry changes when the table does, or when its data's
-    distribution does, so a re-scan of an unchanged schema rewrites nothing (ADRs 0021, 0033)."""
+    distribution does, so a re-scan of an unchanged schema rewrites nothing (ADRs 0021, 0033).
+
+    With ``made``, equal columns share one entry (most of a big warehouse's columns repeat: ``id``, the same
+    comment), which ``render`` then writes once; the caller must not change the entries."""
     columns = []
     for column in table.get("columns", []):
-        entry: dict[str, Any] = {"name": column["name"], "type": column["normalizedType"],
-                                 "nativeType": column["nativeType"], "dimensionType": column["dimensionType"],
-                                 "nullable": column["nullable"]}
-        for key in ("default", "comment"):
-            if column.get(key) is not None:
-                entry[key] = column[key]
-        if column.get("primaryKey"):
-            entry["primaryKey"] = True
         samples = column.get("samples") or {}
         shown = samples.get("examples", (samples.get("values") or [])[:SHOWN])  # runs before ADR 0033: no examples
-        if shown:
-            entry["samples"] = list(shown)
+        if made is None:
+            columns.append(_column_entry(column, shown))
+            continue
+        values = (column["name"], column["normalizedType"], column["nativeType"], column["dimensionType"],
+                  column["nullable"], column.get("default"), column.get("comment"), bool(column.get("primaryKey")),
+                  *shown)
+        key = (values, tuple(map(type, values)))
+        try:
+            entry = made.get(key)
+        except TypeError:  # an unhashable sample value (a JSON document): this column is not shared
+            columns.append(_column_entry(column, shown))
+            continue
+        if entry is None:
+            entry = made[key] = _column_entry(column, shown)
         columns.append(entry)
     entry_out: dict[str, Any] = {"kind": table.get("kind", "table"), "columns": columns}
     if table.get("comment"):
@@ -93,6 +105,20 @@ def scan_entry(table: dict[str, Any]) -> dict[str, Any]:
     if accepted:
         entry_out["inferredRelationships"] = accepted
     return entry_out
+
+
+def _column_entry(column: dict[str, Any], shown: list[Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": column["name"], "type": column["normalizedType"],
+                             "nativeType": column["nativeType"], "dimensionType": column["dimensionType"],
+                             "nullable": column["nullable"]}
+    for key in ("default", "comment"):
+        if column.get(key) is not None:
+            entry[key] = column[key]
+    if column.get("primaryKey"):
+        entry["primaryKey"] = True
+    if shown:
+        entry["samples"] = list(shown)
+    return entry
 
 
 def merge(document: CommentedMap, header: dict[str, Any], entries: dict[str, dict[str, Any]], sync_id: str
@@ -217,10 +243,16 @@ def _scalar(value: Any, key: bool = False) -> str:
     return _ruamel_scalar(value, False)
 
 
-# The lines of a sequence's mapping item by (pad, its items, their values' types: True and 1 are equal keys),
-# for one render.
+# The lines of a sequence's mapping item, for one render: by the item itself when ``scan_entry`` shared it
+# (the same object is the same lines), else by (pad, its items, their values' types: True and 1 are equal keys).
 _MadeKey = tuple[str, tuple[tuple[str, Any], ...], tuple[type, ...]]
-_Made = dict[_MadeKey, tuple[str, ...]]
+
+
+class _Made:
+    def __init__(self) -> None:
+        self.by_value: dict[_MadeKey, tuple[str, ...]] = {}
+        self.by_item: dict[tuple[str, int], tuple[str, ...]] = {}
+        self.items: list[dict[str, Any]] = []  # what ``by_item`` holds ids of stays alive for the render
 
 
 def _mapping(data: dict[str, Any], pad: str, lines: list[str], made: _Made) -> None:
@@ -261,20 +293,27 @@ def _sequence(items: list[Any] | tuple[Any, ...], pad: str, lines: list[str], ma
         if isinstance(item, dict):
             if not item:
                 raise _Unsure
+            done = made.by_item.get((pad, id(item)))
+            if done is not None:
+                lines.extend(done)
+                continue
             # columns repeat across tables (id, created_at, the same comment): their lines are made once
             key: _MadeKey = (pad, tuple(item.items()), tuple(map(type, item.values())))
             try:
-                done, hashable = made.get(key), True
+                done, hashable = made.by_value.get(key), True
             except TypeError:  # an unhashable value (a list of samples): this item is written as it comes
                 done, hashable = None, False
             if done is None:
                 start = len(lines)
                 _mapping(item, pad + "  ", lines, made)
                 lines[start] = f"{pad}- {lines[start][len(pad) + 2:]}"
+                done = tuple(lines[start:])
                 if hashable:
-                    made[key] = tuple(lines[start:])
+                    made.by_value[key] = done
             else:
                 lines.extend(done)
+            made.by_item[(pad, id(item))] = done
+            made.items.append(item)
         elif isinstance(item, list | tuple | type(None)):
             raise _Unsure
         else:
@@ -295,7 +334,7 @@ def render(header: dict[str, Any], entries: dict[str, dict[str, Any]]) -> str:
     if not entries:
         return dump(merge(CommentedMap(), header, entries, ""))
     lines: list[str] = []
-    made: _Made = {}
+    made = _Made()
     try:
         _mapping(header, "", lines, made)
     except _Unsure:
@@ -377,6 +416,7 @@ def write_shards(files: FileStore, connection: str, sync_id: str, tables: Iterab
     targets = {shard_path(connection, catalog, schema): (catalog, schema) for catalog, schema in grouped}
     before = read_state(files, connection)
     state: dict[str, dict[str, str]] = {}
+    made: ColumnEntries = {}  # shared by every shard of this write: the entries are only read
     for path in sorted(existing | targets.keys()):
         catalog, schema = targets.get(path, (None, ""))
         artifacts = grouped.get((catalog, schema), []) if path in targets else []
@@ -391,10 +431,10 @@ def write_shards(files: FileStore, connection: str, sync_id: str, tables: Iterab
                 if text is not None and known.get("entries") == wanted:
                     fresh = text  # nobody touched it and the scan has nothing new to say
                 else:
-                    fresh = render(header, {table["name"]: scan_entry(table) for table in artifacts})
+                    fresh = render(header, {table["name"]: scan_entry(table, made) for table in artifacts})
                 state[path] = {"text": text_digest(fresh), "entries": wanted, "syncId": sync_id}
                 return fresh
-            entries = {table["name"]: scan_entry(table) for table in artifacts}
+            entries = {table["name"]: scan_entry(table, made) for table in artifacts}
             return dump(merge(load(text), header, entries, sync_id))
 
         result = files.update(path, update, author=author, message=f"scan: {connection} {sync_id}")
