@@ -62,7 +62,35 @@ def dump(data: CommentedMap) -> str:
 
 # A column's entry by what it is made of (values and their types: True and 1 are equal keys), for one write.
 _ColumnKey = tuple[tuple[Any, ...], tuple[type, ...]]
-ColumnEntries = dict[_ColumnKey, dict[str, Any]]
+
+
+class ColumnEntries:
+    """Column entries made during one write: by the artifact (the scan shares equal columns' artifacts,
+    ``table_artifact``) and by value (equal columns at other positions)."""
+
+    def __init__(self) -> None:
+        self.by_artifact: dict[int, dict[str, Any]] = {}
+        self.by_value: dict[_ColumnKey, dict[str, Any]] = {}
+        self.artifacts: list[dict[str, Any]] = []  # what ``by_artifact`` holds ids of stays alive
+
+    def entry(self, column: dict[str, Any]) -> dict[str, Any]:
+        made = self.by_artifact.get(id(column))
+        if made is not None:
+            return made
+        shown = _shown(column)
+        values = (column["name"], column["normalizedType"], column["nativeType"], column["dimensionType"],
+                  column["nullable"], column.get("default"), column.get("comment"), bool(column.get("primaryKey")),
+                  *shown)
+        key = (values, tuple(map(type, values)))
+        try:
+            made = self.by_value.get(key)
+        except TypeError:  # an unhashable sample value (a JSON document): this column is not shared
+            return _column_entry(column, shown)
+        if made is None:
+            made = self.by_value[key] = _column_entry(column, shown)
+        self.by_artifact[id(column)] = made
+        self.artifacts.append(column)
+        return made
 
 
 def scan_entry(table: dict[str, Any], made: ColumnEntries | None = None) -> dict[str, Any]:
@@ -74,25 +102,8 @@ def scan_entry(table: dict[str, Any], made: ColumnEntries | None = None) -> dict
 
     With ``made``, equal columns share one entry (most of a big warehouse's columns repeat: ``id``, the same
     comment), which ``render`` then writes once; the caller must not change the entries."""
-    columns = []
-    for column in table.get("columns", []):
-        samples = column.get("samples") or {}
-        shown = samples.get("examples", (samples.get("values") or [])[:SHOWN])  # runs before ADR 0033: no examples
-        if made is None:
-            columns.append(_column_entry(column, shown))
-            continue
-        values = (column["name"], column["normalizedType"], column["nativeType"], column["dimensionType"],
-                  column["nullable"], column.get("default"), column.get("comment"), bool(column.get("primaryKey")),
-                  *shown)
-        key = (values, tuple(map(type, values)))
-        try:
-            entry = made.get(key)
-        except TypeError:  # an unhashable sample value (a JSON document): this column is not shared
-            columns.append(_column_entry(column, shown))
-            continue
-        if entry is None:
-            entry = made[key] = _column_entry(column, shown)
-        columns.append(entry)
+    columns = [made.entry(column) if made is not None else _column_entry(column, _shown(column))
+               for column in table.get("columns", [])]
     entry_out: dict[str, Any] = {"kind": table.get("kind", "table"), "columns": columns}
     if table.get("comment"):
         entry_out["comment"] = table["comment"]
@@ -105,6 +116,12 @@ def scan_entry(table: dict[str, Any], made: ColumnEntries | None = None) -> dict
     if accepted:
         entry_out["inferredRelationships"] = accepted
     return entry_out
+
+
+def _shown(column: dict[str, Any]) -> list[Any]:
+    samples = column.get("samples") or {}
+    shown: list[Any] = samples.get("examples", (samples.get("values") or [])[:SHOWN])  # before ADR 0033: no examples
+    return shown
 
 
 def _column_entry(column: dict[str, Any], shown: list[Any]) -> dict[str, Any]:
@@ -416,7 +433,7 @@ def write_shards(files: FileStore, connection: str, sync_id: str, tables: Iterab
     targets = {shard_path(connection, catalog, schema): (catalog, schema) for catalog, schema in grouped}
     before = read_state(files, connection)
     state: dict[str, dict[str, str]] = {}
-    made: ColumnEntries = {}  # shared by every shard of this write: the entries are only read
+    made = ColumnEntries()  # shared by every shard of this write: the entries are only read
     for path in sorted(existing | targets.keys()):
         catalog, schema = targets.get(path, (None, ""))
         artifacts = grouped.get((catalog, schema), []) if path in targets else []
