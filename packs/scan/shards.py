@@ -260,15 +260,16 @@ def _scalar(value: Any, key: bool = False) -> str:
     return _ruamel_scalar(value, False)
 
 
-# The lines of a sequence's mapping item, for one render: by the item itself when ``scan_entry`` shared it
-# (the same object is the same lines), else by (pad, its items, their values' types: True and 1 are equal keys).
+# The text of a sequence's mapping item (its lines joined), for one render: by the item itself when
+# ``scan_entry`` shared it (the same object, the same text), else by (pad, its items, their values' types: True
+# and 1 are equal keys).
 _MadeKey = tuple[str, tuple[tuple[str, Any], ...], tuple[type, ...]]
 
 
 class _Made:
     def __init__(self) -> None:
-        self.by_value: dict[_MadeKey, tuple[str, ...]] = {}
-        self.by_item: dict[tuple[str, int], tuple[str, ...]] = {}
+        self.by_value: dict[_MadeKey, str] = {}
+        self.by_item: dict[str, dict[int, str]] = {}  # pad -> id(item) -> text
         self.items: list[dict[str, Any]] = []  # what ``by_item`` holds ids of stays alive for the render
 
 
@@ -306,14 +307,15 @@ def _mapping(data: dict[str, Any], pad: str, lines: list[str], made: _Made) -> N
 
 
 def _sequence(items: list[Any] | tuple[Any, ...], pad: str, lines: list[str], made: _Made) -> None:
+    by_item = made.by_item.setdefault(pad, {})
     for item in items:
         if isinstance(item, dict):
+            done = by_item.get(id(item))
+            if done is not None:  # ~200,000 columns at 10,000 tables, nine in ten of them shared
+                lines.append(done)
+                continue
             if not item:
                 raise _Unsure
-            done = made.by_item.get((pad, id(item)))
-            if done is not None:
-                lines.extend(done)
-                continue
             # columns repeat across tables (id, created_at, the same comment): their lines are made once
             key: _MadeKey = (pad, tuple(item.items()), tuple(map(type, item.values())))
             try:
@@ -324,12 +326,12 @@ def _sequence(items: list[Any] | tuple[Any, ...], pad: str, lines: list[str], ma
                 start = len(lines)
                 _mapping(item, pad + "  ", lines, made)
                 lines[start] = f"{pad}- {lines[start][len(pad) + 2:]}"
-                done = tuple(lines[start:])
+                done = "\n".join(lines[start:])
+                del lines[start:]
                 if hashable:
                     made.by_value[key] = done
-            else:
-                lines.extend(done)
-            made.by_item[(pad, id(item))] = done
+            lines.append(done)
+            by_item[id(item)] = done
             made.items.append(item)
         elif isinstance(item, list | tuple | type(None)):
             raise _Unsure
