@@ -342,9 +342,19 @@ def _sequence(items: list[Any] | tuple[Any, ...], pad: str, lines: list[str], ma
             lines.append(line)
 
 
+def _unshared(value: Any) -> Any:
+    """``value`` with every dict and list its own: ruamel writes an object met twice as an anchor and aliases,
+    and ``scan_entry`` shares equal columns' entries."""
+    if isinstance(value, dict):
+        return {key: _unshared(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_unshared(item) for item in value]
+    return value
+
+
 def _ruamel_table(name: str, entry: dict[str, Any]) -> str:
     stream = io.StringIO()
-    schema_shard_yaml().dump({"tables": {name: entry}}, stream)
+    schema_shard_yaml().dump({"tables": {name: _unshared(entry)}}, stream)
     return stream.getvalue().partition("\n")[2]
 
 
@@ -357,7 +367,7 @@ def render(header: dict[str, Any], entries: dict[str, dict[str, Any]]) -> str:
     try:
         _mapping(header, "", lines, made)
     except _Unsure:
-        return dump(merge(CommentedMap(), header, entries, ""))
+        return dump(merge(CommentedMap(), header, _unshared(entries), ""))
     parts = [HEADER, "\n".join(lines), "\ntables:\n"] if lines else [HEADER, "tables:\n"]
     for name, entry in entries.items():
         table: list[str] = []
@@ -453,7 +463,8 @@ def write_shards(files: FileStore, connection: str, sync_id: str, tables: Iterab
                     fresh = render(header, {table["name"]: scan_entry(table, made) for table in artifacts})
                 state[path] = {"text": text_digest(fresh), "entries": wanted, "syncId": sync_id}
                 return fresh
-            entries = {table["name"]: scan_entry(table, made) for table in artifacts}
+            # not shared here: ruamel writes an object met twice as an anchor and its aliases
+            entries = {table["name"]: scan_entry(table) for table in artifacts}
             return dump(merge(load(text), header, entries, sync_id))
 
         result = files.update(path, update, author=author, message=f"scan: {connection} {sync_id}")
