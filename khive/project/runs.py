@@ -64,6 +64,12 @@ def json_bytes(data: Any) -> bytes:
     return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
 
 
+def compact_json_bytes(data: Any) -> bytes:
+    """Stable JSON for files only programs read (a scan's tables): keys sorted, one line, newline-terminated.
+    Indentation would be most of such a file's bytes and of the time to write it (ADR 0049)."""
+    return orjson.dumps(data, option=orjson.OPT_SORT_KEYS) + b"\n"
+
+
 def write_run(root: Path, sync_id: str, files: Mapping[str, bytes]) -> Path:
     """Write ``files`` (run-relative path -> bytes) as the run ``root/sync_id``; returns its path."""
     with staged_run(root, sync_id) as run:

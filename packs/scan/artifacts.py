@@ -1,8 +1,9 @@
 """Scan artifacts under ``raw-sources/<connection>/live-database/<syncId>/`` (immutable runs, khive.project.runs).
 
 A run holds ``connection.json``, ``tables.json`` (``{"tables": [...]}``, one artifact per table, sorted by
-schema and name) and ``scan-report.json`` (ADR 0021). Runs written before ADR 0021 hold one
-``tables/<db>-<name>.json`` per table instead; they are still read.
+schema and name; on one line since ADR 0049: runs are machine-local, read by programs) and ``scan-report.json``
+(ADR 0021). Runs written before ADR 0021 hold one ``tables/<db>-<name>.json`` per table instead; they are still
+read.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from pydantic.alias_generators import to_camel
 
-from khive.connections.catalog import Table
+from khive.connections.catalog import Column, Table
 from khive.connections.selection import internal_object
 from khive.project.config import RunsConfig
-from khive.project.runs import completed_runs, json_bytes, prune_runs, staged_run
+from khive.project.runs import compact_json_bytes, completed_runs, prune_runs, staged_run
 from khive.project.store import inside
 
 if TYPE_CHECKING:
@@ -50,7 +51,8 @@ def stage_run(project: Path, connection: str, sync_id: str) -> Any:
 
 
 def tables_bytes(tables: list[dict[str, Any]]) -> bytes:
-    return json_bytes({"tables": sorted(tables, key=lambda t: (t["db"], t["name"]))})
+    """``tables.json``: read by programs only (the scan's verbs, the index, historic_sql), so written compactly."""
+    return compact_json_bytes({"tables": sorted(tables, key=lambda t: (t["db"], t["name"]))})
 
 
 def read_json(project: Path, path: Path) -> Any:
@@ -132,15 +134,39 @@ def redacted_at_scan(project: Path, connection: str, sync_id: str) -> bool:
 _SAMPLE_KEYS = ("values", "frequencies", "distinct", "nulls", "skipped", "sampledRows")
 
 
+# A table artifact's keys in the order ``Table.model_dump`` gives them (the shard state's digest is of this order).
+_TABLE_KEYS = tuple(field.alias or name for name, field in Table.model_fields.items())
+
+# Column artifacts without samples by the ``Column`` they were made from, for one scan (``build_column`` gives
+# equal columns one object); the object is kept with its artifact so that its id is not reused meanwhile.
+ColumnArtifacts = dict[int, tuple[Column, dict[str, Any]]]
+
+
 def table_artifact(table: Table, samples: dict[tuple[str, str, str], Any],
-                   inferred: list[dict[str, Any]]) -> dict[str, Any]:
-    data = table.model_dump(mode="json", by_alias=True)
+                   inferred: list[dict[str, Any]], made: ColumnArtifacts | None = None) -> dict[str, Any]:
+    """One table of ``tables.json``. With ``made``, a column without samples shares its artifact with every
+    other table's equal column (a big warehouse repeats nine in ten columns): callers must not change them."""
+    columns = []
+    for column in table.columns:
+        sample = samples.get((table.db, table.name, column.name)) if samples else None
+        if sample is not None or made is None:
+            columns.append(_column_artifact(column, sample))
+            continue
+        known = made.get(id(column))
+        if known is None:
+            known = made[id(column)] = (column, _column_artifact(column, None))
+        columns.append(known[1])
+    rest = table.model_dump(mode="json", by_alias=True, exclude={"columns"})
+    data = {key: columns if key == "columns" else rest[key] for key in _TABLE_KEYS}
     data["descriptions"] = {"db": table.comment} if table.comment else {}
-    for column in data["columns"]:
-        sample = samples.get((table.db, table.name, column["name"]))
-        if sample is not None:
-            column["samples"] = {key: value for key, value in sample.items() if key in _SAMPLE_KEYS}
-        if column.get("comment"):
-            column["descriptions"] = {"db": column["comment"]}
     data["inferredRelationships"] = inferred
+    return data
+
+
+def _column_artifact(column: Column, sample: dict[str, Any] | None) -> dict[str, Any]:
+    data = column.model_dump(mode="json", by_alias=True)
+    if sample is not None:
+        data["samples"] = {key: value for key, value in sample.items() if key in _SAMPLE_KEYS}
+    if data.get("comment"):
+        data["descriptions"] = {"db": data["comment"]}
     return data

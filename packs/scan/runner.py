@@ -20,6 +20,7 @@ from khive.project.runs import json_bytes, new_sync_id
 from packs.scan.artifacts import (
     REPORT_FILE,
     TABLES_FILE,
+    ColumnArtifacts,
     latest_sync,
     prune_scan_runs,
     read_run_info,
@@ -98,7 +99,8 @@ async def _run_scan(ctx: Context, connection: str, *, trigger: str) -> dict[str,
         by_table: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for rel in inferred:
             by_table.setdefault((rel["fromDb"], rel["fromTable"]), []).append(rel)
-        built = [table_artifact(t, sample_map, by_table.get((t.db, t.name), [])) for t in tables]
+        made: ColumnArtifacts = {}
+        built = [table_artifact(t, sample_map, by_table.get((t.db, t.name), []), made) for t in tables]
         before = before_read.result() if before_read is not None else {}
         # The shard's sample values stay while the distribution does (examples.py): the shard says what it shows.
         stabilize(built, read_shard_tables(runtime.files, connection, previous, lambda: before))

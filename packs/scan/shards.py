@@ -60,27 +60,50 @@ def dump(data: CommentedMap) -> str:
     return body if body.startswith("#") else HEADER + body
 
 
-def scan_entry(table: dict[str, Any]) -> dict[str, Any]:
+# A column's entry by what it is made of (values and their types: True and 1 are equal keys), for one write.
+_ColumnKey = tuple[tuple[Any, ...], tuple[type, ...]]
+
+
+class ColumnEntries:
+    """Column entries made during one write: by the artifact (the scan shares equal columns' artifacts,
+    ``table_artifact``) and by value (equal columns at other positions)."""
+
+    def __init__(self) -> None:
+        self.by_artifact: dict[int, dict[str, Any]] = {}
+        self.by_value: dict[_ColumnKey, dict[str, Any]] = {}
+        self.artifacts: list[dict[str, Any]] = []  # what ``by_artifact`` holds ids of stays alive
+
+    def entry(self, column: dict[str, Any]) -> dict[str, Any]:
+        made = self.by_artifact.get(id(column))
+        if made is not None:
+            return made
+        shown = _shown(column)
+        values = (column["name"], column["normalizedType"], column["nativeType"], column["dimensionType"],
+                  column["nullable"], column.get("default"), column.get("comment"), bool(column.get("primaryKey")),
+                  *shown)
+        key = (values, tuple(map(type, values)))
+        try:
+            made = self.by_value.get(key)
+        except TypeError:  # an unhashable sample value (a JSON document): this column is not shared
+            return _column_entry(column, shown)
+        if made is None:
+            made = self.by_value[key] = _column_entry(column, shown)
+        self.by_artifact[id(column)] = made
+        self.artifacts.append(column)
+        return made
+
+
+def scan_entry(table: dict[str, Any], made: ColumnEntries | None = None) -> dict[str, Any]:
     """The scan-managed part of one table's shard entry, from its scan artifact.
 
     No sync id, no live figures (row estimates, sample frequencies, relationship confidence) and sample
     values chosen to stay put (``examples.py``): an entry changes when the table does, or when its data's
-    distribution does, so a re-scan of an unchanged schema rewrites nothing (ADRs 0021, 0033)."""
-    columns = []
-    for column in table.get("columns", []):
-        entry: dict[str, Any] = {"name": column["name"], "type": column["normalizedType"],
-                                 "nativeType": column["nativeType"], "dimensionType": column["dimensionType"],
-                                 "nullable": column["nullable"]}
-        for key in ("default", "comment"):
-            if column.get(key) is not None:
-                entry[key] = column[key]
-        if column.get("primaryKey"):
-            entry["primaryKey"] = True
-        samples = column.get("samples") or {}
-        shown = samples.get("examples", (samples.get("values") or [])[:SHOWN])  # runs before ADR 0033: no examples
-        if shown:
-            entry["samples"] = list(shown)
-        columns.append(entry)
+    distribution does, so a re-scan of an unchanged schema rewrites nothing (ADRs 0021, 0033).
+
+    With ``made``, equal columns share one entry (most of a big warehouse's columns repeat: ``id``, the same
+    comment), which ``render`` then writes once; the caller must not change the entries."""
+    columns = [made.entry(column) if made is not None else _column_entry(column, _shown(column))
+               for column in table.get("columns", [])]
     entry_out: dict[str, Any] = {"kind": table.get("kind", "table"), "columns": columns}
     if table.get("comment"):
         entry_out["comment"] = table["comment"]
@@ -93,6 +116,26 @@ def scan_entry(table: dict[str, Any]) -> dict[str, Any]:
     if accepted:
         entry_out["inferredRelationships"] = accepted
     return entry_out
+
+
+def _shown(column: dict[str, Any]) -> list[Any]:
+    samples = column.get("samples") or {}
+    shown: list[Any] = samples.get("examples", (samples.get("values") or [])[:SHOWN])  # before ADR 0033: no examples
+    return shown
+
+
+def _column_entry(column: dict[str, Any], shown: list[Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": column["name"], "type": column["normalizedType"],
+                             "nativeType": column["nativeType"], "dimensionType": column["dimensionType"],
+                             "nullable": column["nullable"]}
+    for key in ("default", "comment"):
+        if column.get(key) is not None:
+            entry[key] = column[key]
+    if column.get("primaryKey"):
+        entry["primaryKey"] = True
+    if shown:
+        entry["samples"] = list(shown)
+    return entry
 
 
 def merge(document: CommentedMap, header: dict[str, Any], entries: dict[str, dict[str, Any]], sync_id: str
@@ -217,10 +260,17 @@ def _scalar(value: Any, key: bool = False) -> str:
     return _ruamel_scalar(value, False)
 
 
-# The lines of a sequence's mapping item by (pad, its items, their values' types: True and 1 are equal keys),
-# for one render.
+# The text of a sequence's mapping item (its lines joined), for one render: by the item itself when
+# ``scan_entry`` shared it (the same object, the same text), else by (pad, its items, their values' types: True
+# and 1 are equal keys).
 _MadeKey = tuple[str, tuple[tuple[str, Any], ...], tuple[type, ...]]
-_Made = dict[_MadeKey, tuple[str, ...]]
+
+
+class _Made:
+    def __init__(self) -> None:
+        self.by_value: dict[_MadeKey, str] = {}
+        self.by_item: dict[str, dict[int, str]] = {}  # pad -> id(item) -> text
+        self.items: list[dict[str, Any]] = []  # what ``by_item`` holds ids of stays alive for the render
 
 
 def _mapping(data: dict[str, Any], pad: str, lines: list[str], made: _Made) -> None:
@@ -257,24 +307,32 @@ def _mapping(data: dict[str, Any], pad: str, lines: list[str], made: _Made) -> N
 
 
 def _sequence(items: list[Any] | tuple[Any, ...], pad: str, lines: list[str], made: _Made) -> None:
+    by_item = made.by_item.setdefault(pad, {})
     for item in items:
         if isinstance(item, dict):
+            done = by_item.get(id(item))
+            if done is not None:  # ~200,000 columns at 10,000 tables, nine in ten of them shared
+                lines.append(done)
+                continue
             if not item:
                 raise _Unsure
             # columns repeat across tables (id, created_at, the same comment): their lines are made once
             key: _MadeKey = (pad, tuple(item.items()), tuple(map(type, item.values())))
             try:
-                done, hashable = made.get(key), True
+                done, hashable = made.by_value.get(key), True
             except TypeError:  # an unhashable value (a list of samples): this item is written as it comes
                 done, hashable = None, False
             if done is None:
                 start = len(lines)
                 _mapping(item, pad + "  ", lines, made)
                 lines[start] = f"{pad}- {lines[start][len(pad) + 2:]}"
+                done = "\n".join(lines[start:])
+                del lines[start:]
                 if hashable:
-                    made[key] = tuple(lines[start:])
-            else:
-                lines.extend(done)
+                    made.by_value[key] = done
+            lines.append(done)
+            by_item[id(item)] = done
+            made.items.append(item)
         elif isinstance(item, list | tuple | type(None)):
             raise _Unsure
         else:
@@ -284,9 +342,19 @@ def _sequence(items: list[Any] | tuple[Any, ...], pad: str, lines: list[str], ma
             lines.append(line)
 
 
+def _unshared(value: Any) -> Any:
+    """``value`` with every dict and list its own: ruamel writes an object met twice as an anchor and aliases,
+    and ``scan_entry`` shares equal columns' entries."""
+    if isinstance(value, dict):
+        return {key: _unshared(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_unshared(item) for item in value]
+    return value
+
+
 def _ruamel_table(name: str, entry: dict[str, Any]) -> str:
     stream = io.StringIO()
-    schema_shard_yaml().dump({"tables": {name: entry}}, stream)
+    schema_shard_yaml().dump({"tables": {name: _unshared(entry)}}, stream)
     return stream.getvalue().partition("\n")[2]
 
 
@@ -295,11 +363,11 @@ def render(header: dict[str, Any], entries: dict[str, dict[str, Any]]) -> str:
     if not entries:
         return dump(merge(CommentedMap(), header, entries, ""))
     lines: list[str] = []
-    made: _Made = {}
+    made = _Made()
     try:
         _mapping(header, "", lines, made)
     except _Unsure:
-        return dump(merge(CommentedMap(), header, entries, ""))
+        return dump(merge(CommentedMap(), header, _unshared(entries), ""))
     parts = [HEADER, "\n".join(lines), "\ntables:\n"] if lines else [HEADER, "tables:\n"]
     for name, entry in entries.items():
         table: list[str] = []
@@ -377,6 +445,7 @@ def write_shards(files: FileStore, connection: str, sync_id: str, tables: Iterab
     targets = {shard_path(connection, catalog, schema): (catalog, schema) for catalog, schema in grouped}
     before = read_state(files, connection)
     state: dict[str, dict[str, str]] = {}
+    made = ColumnEntries()  # shared by every shard of this write: the entries are only read
     for path in sorted(existing | targets.keys()):
         catalog, schema = targets.get(path, (None, ""))
         artifacts = grouped.get((catalog, schema), []) if path in targets else []
@@ -391,9 +460,10 @@ def write_shards(files: FileStore, connection: str, sync_id: str, tables: Iterab
                 if text is not None and known.get("entries") == wanted:
                     fresh = text  # nobody touched it and the scan has nothing new to say
                 else:
-                    fresh = render(header, {table["name"]: scan_entry(table) for table in artifacts})
+                    fresh = render(header, {table["name"]: scan_entry(table, made) for table in artifacts})
                 state[path] = {"text": text_digest(fresh), "entries": wanted, "syncId": sync_id}
                 return fresh
+            # not shared here: ruamel writes an object met twice as an anchor and its aliases
             entries = {table["name"]: scan_entry(table) for table in artifacts}
             return dump(merge(load(text), header, entries, sync_id))
 

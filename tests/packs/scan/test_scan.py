@@ -216,3 +216,28 @@ async def test_session_layer_refuses_a_write_past_a_disabled_parser(call: Any, p
     assert result["error"]["code"] == "read_only_violation"
     count = sqlite3.connect(project / "shop.sqlite").execute("SELECT count(*) FROM orders").fetchone()[0]
     assert count == 500
+
+
+async def test_equal_columns_of_two_tables_keep_their_own_samples(call: Any, project: Path) -> None:
+    """Equal columns share one artifact in a scan (the same name, position and type); their samples never do."""
+    db = sqlite3.connect(project / "shop.sqlite")
+    db.executescript("CREATE TABLE north (id INTEGER PRIMARY KEY, code TEXT); "
+                     "CREATE TABLE south (id INTEGER PRIMARY KEY, code TEXT); "
+                     "INSERT INTO north (code) VALUES ('alpha'), ('alpha'), ('beta'); "
+                     "INSERT INTO south (code) VALUES ('gamma'), ('delta'), ('delta');")
+    db.close()
+    report = await call('scan.run(connection="shop")')
+    run = project / "raw-sources/shop/live-database" / report["syncId"]
+    assert (run / "tables.json").read_bytes().count(b"\n") == 1  # one line: programs read it, people use jq
+    codes = {name: next(c for c in run_table(run, f"main.{name}")["columns"] if c["name"] == "code")
+             for name in ("north", "south")}
+    assert sorted(codes["north"]["samples"]["values"]) == ["alpha", "beta"]
+    assert sorted(codes["south"]["samples"]["values"]) == ["delta", "gamma"]
+    shard = YAML(typ="safe").load((project / "_schema/shop/shop.main.yaml").read_text())["tables"]
+    shown = {name: next(c for c in shard[name]["columns"] if c["name"] == "code")["samples"]
+             for name in ("north", "south")}
+    assert shown == {"north": ["alpha", "beta"], "south": ["delta", "gamma"]}
+    ids = [next(c for c in shard[name]["columns"] if c["name"] == "id") for name in ("north", "south")]
+    assert ids[0] == ids[1] and ids[0]["primaryKey"] is True
+    entity = await call('scan.entity(connection="shop", table="south", column="code")')
+    assert "gamma" in str(entity)

@@ -127,3 +127,40 @@ def test_parsing_a_rendered_shard_gives_back_its_entries(header: dict[str, Any],
 
     assume(not _unjudgeable(entries) and not _unjudgeable(header))
     assert YAML(typ="safe").load(shards.render(header, entries)) == {**header, "tables": entries}
+
+
+ARTIFACT_COLUMN = st.fixed_dictionaries(
+    {"name": st.sampled_from(["id", "code", "flag"]), "normalizedType": st.sampled_from(["integer", "string"]),
+     "nativeType": st.sampled_from(["bigint", "text"]), "dimensionType": st.just("categorical"),
+     "nullable": st.sampled_from([True, False, 1, 0]), "ordinal": st.integers(1, 3)},
+    optional={"default": st.sampled_from([None, True, 1, 1.0, "1", "x"]), "comment": st.sampled_from(["", "the key"]),
+              "primaryKey": st.booleans(),
+              "samples": st.fixed_dictionaries({"examples": st.lists(st.one_of(SCALAR, st.lists(st.integers(),
+                                                                                                  max_size=1)),
+                                                                      max_size=3)})})
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(HEADER, st.lists(ARTIFACT_COLUMN, min_size=1, max_size=6), st.data())
+def test_shared_column_entries_render_as_unshared_ones(header: dict[str, Any], pool: list[dict[str, Any]],
+                                                       data: st.DataObject) -> None:
+    """A scan shares equal columns' artifacts between tables (the same object, or an equal one elsewhere); the
+    entries and the shard made from them are those of the same tables made one column at a time, and no
+    object met twice becomes a YAML anchor."""
+    tables: list[dict[str, Any]] = [{"db": "s", "name": f"t{i}", "kind": "table",
+                                      "columns": data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=4))}
+                                     for i in range(4)]
+    made = shards.ColumnEntries()
+    shared = {str(t["name"]): shards.scan_entry(t, made) for t in tables}
+    plain = {str(t["name"]): shards.scan_entry(t) for t in tables}
+    assert shared == plain
+    assert [[type(v) for c in e["columns"] for v in c.values()] for e in shared.values()] == \
+        [[type(v) for c in e["columns"] for v in c.values()] for e in plain.values()]
+    assert shards.render(header, shared) == merged(header, fresh(plain))
+
+
+def fresh(value: Any) -> Any:
+    """``value`` rebuilt with no object in two places (what a scan made column by column holds)."""
+    if isinstance(value, dict):
+        return {key: fresh(item) for key, item in value.items()}
+    return [fresh(item) for item in value] if isinstance(value, list) else value
