@@ -45,6 +45,7 @@ from khive.index.store import (
     page_cache_size,
     set_page_cache_size,
 )
+from khive.index.vectorscan import VectorRows
 from khive.index.watch import ChangeWatcher
 from khive.limits import DEFAULT_LIMITS, Limits, applied
 from khive.project.store import PathOutsideProject, inside
@@ -575,16 +576,14 @@ class RetrievalIndex:
             # view of the one matrix, not a second copy of it (3.4 s and 490 MB at 480,000 documents).
             rows.sort(key=lambda row: str(row[2]))
             dims = self.embedder.dimensions if self.embedder else 0
-            matrix = vectorblob.matrix([r[1] for r in rows], dims)
             kind_rows: dict[str, np.ndarray[Any, Any]] = {}
             start = 0
             for kind, group in groupby(str(r[2]) for r in rows):
                 stop = start + sum(1 for _ in group)
                 kind_rows[kind] = np.arange(start, stop, dtype=np.intp)
                 start = stop
-            kind_blocks = {kind: matrix[positions[0]:positions[-1] + 1] for kind, positions in kind_rows.items()}
             rowids = [int(r[0]) for r in rows]
-            self._matrix = search_mod.VectorTable(matrix, rowids, kind_rows, kind_blocks,
+            self._matrix = search_mod.VectorTable(VectorRows([r[1] for r in rows], dims), rowids, kind_rows,
                                                   np.asarray(rowids, dtype=np.int64))
         return self._matrix
 
