@@ -17,7 +17,6 @@ import threading
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ import numpy as np
 import orjson
 
 from khive.gcpause import paused_gc
-from khive.index import links, vectorblob
+from khive.index import links, vectorblob, vectorscan
 from khive.index import search as search_mod
 from khive.index.documents import FIELDS, Document, EdgeRule, IndexSource, owns, owns_relative
 from khive.index.embed import CellEmbedder, Embedder
@@ -560,23 +559,13 @@ class RetrievalIndex:
 
     def _vectors(self) -> search_mod.VectorTable:
         if self._matrix is None:
-            rows = self.db.execute("SELECT v.doc_rowid, v.vector, d.kind FROM vectors v JOIN docs d "
-                                   "ON d.rowid = v.doc_rowid ORDER BY v.doc_rowid").fetchall()
-            # Laid out kind by kind (a stable sort keeps rowid order inside a kind): each kind's block is then a
-            # view of the one matrix, not a second copy of it (3.4 s and 490 MB at 480,000 documents).
-            rows.sort(key=lambda row: str(row[2]))
+            # Laid out kind by kind, rowid order inside a kind (the ``docs_kind`` index's order).
             dims = self.embedder.dimensions if self.embedder else 0
-            matrix = vectorblob.matrix([r[1] for r in rows], dims)
-            kind_rows: dict[str, np.ndarray[Any, Any]] = {}
-            start = 0
-            for kind, group in groupby(str(r[2]) for r in rows):
-                stop = start + sum(1 for _ in group)
-                kind_rows[kind] = np.arange(start, stop, dtype=np.intp)
-                start = stop
-            kind_blocks = {kind: matrix[positions[0]:positions[-1] + 1] for kind, positions in kind_rows.items()}
-            rowids = [int(r[0]) for r in rows]
-            self._matrix = search_mod.VectorTable(matrix, rowids, kind_rows, kind_blocks,
-                                                  np.asarray(rowids, dtype=np.int64))
+            with paused_gc():  # a row object per document; after a build the collector's passes see millions
+                vectors, rowids, kind_rows = vectorscan.load(
+                    iter(self.db.execute("SELECT doc_rowid, vector FROM vectors ORDER BY doc_rowid")),
+                    iter(self.db.execute("SELECT kind, rowid FROM docs ORDER BY kind, rowid")), dims)
+            self._matrix = search_mod.VectorTable(vectors, rowids.tolist(), kind_rows, rowids)
         return self._matrix
 
     def close(self) -> None:

@@ -19,6 +19,7 @@ import orjson
 from khive.index.documents import DEFAULT_WEIGHTS, FIELDS
 from khive.index.embed import Embedder
 from khive.index.store import scope_token
+from khive.index.vectorscan import VectorRows
 from khive.limits import distinct_words
 
 RRF_K = 60
@@ -29,13 +30,12 @@ _META_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 @dataclass(frozen=True)
 class VectorTable:
-    """Every stored vector as one matrix, with each row's document rowid and kind (rebuilt on change). The
-    rows are grouped by kind, so a kind's block is a contiguous view of the matrix."""
+    """Every stored vector, with each row's document rowid and kind (rebuilt on change); the rows are
+    grouped by kind."""
 
-    matrix: np.ndarray[Any, Any]
+    vectors: VectorRows
     rowids: list[int]
     kind_rows: dict[str, np.ndarray[Any, Any]]  # kind -> row positions
-    kind_blocks: dict[str, np.ndarray[Any, Any]]  # kind -> its rows as one contiguous matrix (a view)
     rowid_array: np.ndarray[Any, Any]  # ``rowids`` as int64: equal scores rank in rowid order
 
 
@@ -143,17 +143,15 @@ def vector_search(db: sqlite3.Connection, vectors: VectorTable, embedder: Embedd
     query_vector = embedder.embed([query])[0]
     if not query_vector.any():
         return []
-    if kinds:  # score only the asked kinds, each a contiguous block
+    floor = max(floor, 1e-9)  # below the floor a vector rank never counts
+    scores = vectors.vectors.scores(query_vector, floor)
+    if kinds:
         present = [kind for kind in kinds if kind in vectors.kind_rows]
-        scores = np.zeros(len(rowids), dtype=np.float32)
-        for kind in present:
-            scores[vectors.kind_rows[kind]] = vectors.kind_blocks[kind] @ query_vector
         rows = np.concatenate([vectors.kind_rows[k] for k in present]) if present else np.zeros(0, dtype=np.int64)
-        candidates = rows[scores[rows] >= max(floor, 1e-9)]  # below the floor a vector rank never counts
+        candidates = rows[scores[rows] >= floor]
         order = candidates[np.argsort(-scores[candidates], kind="stable")]  # ties: asked kind, then rowid
     else:
-        scores = vectors.matrix @ query_vector
-        candidates = np.flatnonzero(scores >= max(floor, 1e-9))
+        candidates = np.flatnonzero(scores >= floor)
         order = candidates[np.lexsort((vectors.rowid_array[candidates], -scores[candidates]))]  # ties: rowid
     extra, params = _filters(kinds, connection, where)
     picked: list[tuple[int, float]] = []
