@@ -8,26 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fresh_runtime import op_in_fresh_runtime
 from git_shop import commit_all, execute, git, khive, make_git_project, numstat, runs, status, workload, write_log
-
-from khive.bootstrap import open_runtime
-from khive.context import CLI, Context
-from khive.dispatch import dispatch
-from khive.dsl import parse
 
 pytestmark = pytest.mark.anyio
 
 
 async def op(root: Path, text: str) -> dict[str, Any]:
     """One op through the dispatcher on a fresh runtime (as a CLI call would), as the operator."""
-    runtime = open_runtime(root, {})
-    try:
-        envelope = await dispatch(parse(text), Context(runtime, "operator:ann", CLI, presentation="verbose"))
-    finally:
-        await runtime.aclose()
-    (result,) = envelope["results"]
-    assert result["ok"], result
-    return dict(result["result"])
+    return await op_in_fresh_runtime(root, text)
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ import duckdb
 import numpy as np
 import pytest
 from discover_project import PACKS, Call
+from fresh_runtime import op_in_fresh_runtime
 
 from khive.bootstrap import open_runtime
 from khive.context import CLI, Context
@@ -27,14 +28,7 @@ QUERY = 'discover.search(query="which customers placed orders", limit=5)'
 
 async def search_in_new_runtime(project: Path, text: str = QUERY) -> dict[str, Any]:
     """``text`` in a runtime of its own, as a new CLI process would run it."""
-    runtime = open_runtime(project, {"KHIVE_PACKS": PACKS})
-    try:
-        envelope = await dispatch(parse(text), Context(runtime, "operator:ann", CLI, presentation="verbose"))
-    finally:
-        await runtime.aclose()
-    (result,) = envelope["results"]
-    assert result["ok"], result
-    return dict(result["result"])
+    return await op_in_fresh_runtime(project, text, {"KHIVE_PACKS": PACKS})
 
 
 def refs(found: dict[str, Any]) -> list[str]:

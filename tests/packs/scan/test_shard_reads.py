@@ -11,11 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fresh_runtime import op_in_fresh_runtime
 
-from khive.bootstrap import open_runtime
-from khive.context import CLI, Context
-from khive.dispatch import dispatch
-from khive.dsl import parse
 from khive.project.store import FileStore
 from packs.scan import shardread
 
@@ -28,17 +25,7 @@ READS = ('scan.tables(connection="shop")', 'scan.entity(connection="shop", table
 
 async def cold(project: Path, *ops: str) -> list[dict[str, Any]]:
     """Each op in a fresh runtime: nothing cached, as in a new CLI process."""
-    out = []
-    for op in ops:
-        runtime = open_runtime(project, {"KHIVE_PACKS": "core,scan"})
-        try:
-            envelope = await dispatch(parse(op), Context(runtime, "operator:ann", CLI, presentation="verbose"))
-        finally:
-            await runtime.aclose()
-        (result,) = envelope["results"]
-        assert result["ok"], result
-        out.append(result["result"])
-    return out
+    return [await op_in_fresh_runtime(project, op, {"KHIVE_PACKS": "core,scan"}) for op in ops]
 
 
 class YamlParses:
