@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from khive.agent_guide import SKILL_PATH
+from khive.atomicfile import replace_bytes
 from khive.cli.agent_clients import SETTINGS, WRITTEN, Launch, mcp_servers_entry, merge_entry, snippets
 from khive.errors import ConfigError
 from khive.project.envfile import ENV_FILE, env_file, is_placeholder, read_env_file
@@ -124,12 +125,7 @@ def write_file(path: Path, text: str, *, now: dt.datetime, mode: int | None = No
             backup.chmod(mode)
     else:
         backup = None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_text(text, encoding="utf-8")
-    if mode is not None:
-        temp.chmod(mode)
-    os.replace(temp, path)
+    replace_bytes(path, text.encode("utf-8"), mode=mode)
     return Written(path, "updated" if backup else "created", backup)
 
 

@@ -18,7 +18,6 @@ import hashlib
 import logging
 import os
 import re
-import secrets
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from stat import S_ISLNK, S_ISREG
 
+from khive.atomicfile import fsync_dir, replace_bytes
 from khive.errors import KhiveError
 from khive.project.locate import STATE_DIR
 from khive.project.locks import exclusive
@@ -209,9 +209,9 @@ class FileStore:
                 return WriteResult(clean, _sha256(new), len(new or b""), changed=False)
             if new is None:
                 target.unlink()
-                _fsync_dir(target.parent)
+                fsync_dir(target.parent)
             else:
-                _atomic_write(target, new)
+                replace_bytes(target, new, durable=True)
             commit, error = None, None
             if self.git_commit:
                 # Still under the path lock, so the commit records exactly this content and author.
@@ -393,27 +393,3 @@ def _decoded(path: str, data: bytes) -> str:
 
 def _sha256(data: bytes | None) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
-
-
-def _atomic_write(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-        with open(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(target.parent)  # make the rename itself durable
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

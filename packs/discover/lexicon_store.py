@@ -12,20 +12,20 @@ restarted daemon) reads it instead of building it again from every table and col
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import os
-import threading
 import weakref
 import zipfile
 from functools import lru_cache
 from importlib import metadata
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import orjson
 
+from khive.atomicfile import replace_with
 from khive.gcpause import paused_gc
 from khive.index import morph
 from khive.project.locate import STATE_DIR
@@ -115,14 +115,11 @@ def write(target: Path, key: str, lex: Lexicon) -> None:
         "column_ids": lex.column_ids, "by_initial": lex.by_initial,
     }
     arrays["rest"] = np.frombuffer(orjson.dumps(rest), dtype=np.uint8)
-    temp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with temp.open("wb") as handle:
-            np.savez(handle, **arrays)  # type: ignore[arg-type]  # (the stub fears a member named allow_pickle)
-        os.replace(temp, target)
-    except OSError:
-        temp.unlink(missing_ok=True)
+    def save(handle: BinaryIO) -> None:
+        np.savez(handle, **arrays)  # type: ignore[arg-type]  # (the stub fears a member named allow_pickle)
+
+    with contextlib.suppress(OSError):  # a failure to keep it is not the search's problem
+        replace_with(target, save)
 
 
 def read(target: Path, key: str, generation: int) -> Lexicon | None:

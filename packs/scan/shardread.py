@@ -10,14 +10,13 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from khive.atomicfile import replace_bytes
 from khive.connections.selection import internal_object
 from khive.project.locate import STATE_DIR
 from khive.project.store import FileStore
@@ -85,10 +84,7 @@ def _keep(target: Path, digest: str, data: dict[str, Any]) -> None:
         return
     if orjson.loads(blob)["data"] != data:
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    temp.write_bytes(blob)
-    os.replace(temp, target)
+    replace_bytes(target, blob)
 
 
 ShardCache = dict[str, tuple[tuple[int, int, int], dict[str, Any]]]  # path -> ((inode, mtime_ns, size), document)

@@ -10,8 +10,6 @@ from __future__ import annotations
 import hashlib
 import io
 import math
-import os
-import threading
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -21,6 +19,7 @@ import orjson
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.nodes import ScalarNode
 
+from khive.atomicfile import replace_bytes
 from khive.project.locate import STATE_DIR
 from khive.project.store import FileStore
 from khive.project.yamldoc import schema_shard_yaml
@@ -411,11 +410,8 @@ def read_state(files: FileStore, connection: str) -> dict[str, dict[str, str]]:
 
 
 def _write_state(files: FileStore, connection: str, state: dict[str, dict[str, str]]) -> None:
-    target = _state_file(files, connection)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    temp.write_bytes(orjson.dumps({"version": _STATE_VERSION, "shards": state}, option=orjson.OPT_SORT_KEYS))
-    os.replace(temp, target)
+    replace_bytes(_state_file(files, connection),
+                  orjson.dumps({"version": _STATE_VERSION, "shards": state}, option=orjson.OPT_SORT_KEYS))
 
 
 def text_digest(data: str | bytes) -> str:

@@ -10,13 +10,14 @@ One template always fails (a column that does not exist), a health check probes 
 from __future__ import annotations
 
 import datetime as dt
-import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+
+from khive.atomicfile import replace_with
 
 SEED = 8
 ANALYSTS = ("ana.lopez", "ben.kowalski", "chloe.martin", "david.kim", "elena.rossi", "farid.haddad")
@@ -220,10 +221,5 @@ def generate_log(end: dt.datetime, *, executions: int = 3000, days: int = 60,
 def write_log(path: Path, end: dt.datetime, **options: int) -> int:
     """Write the log as JSONL atomically; returns the number of records."""
     records = generate_log(end, **options)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with temp.open("wb") as out:
-        for record in records:
-            out.write(orjson.dumps(record) + b"\n")
-    os.replace(temp, path)
+    replace_with(path, lambda out: out.writelines(orjson.dumps(record) + b"\n" for record in records))
     return len(records)

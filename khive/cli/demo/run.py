@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import getpass
-import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from khive.atomicfile import replace_bytes
 from khive.bootstrap import open_runtime, operator_principal
 from khive.cli.demo import showcase
 from khive.cli.demo.pages import write_ops
@@ -100,9 +100,7 @@ def write_config(root: Path) -> bool:
             raise ConfigError(f"{root} already holds a khive project that `khive demo` did not create; "
                               "run the demo in a new directory (khive demo DIR)",
                               details={"project": str(root), "fix": "khive demo ./khive-demo"})
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_text(CONFIG, encoding="utf-8")
-    os.replace(temp, path)
+    replace_bytes(path, CONFIG.encode("utf-8"))
     return True
 
 

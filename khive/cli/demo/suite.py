@@ -7,10 +7,11 @@ as a right answer among the first three refs: the table, its semantic-layer sour
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import orjson
+
+from khive.atomicfile import replace_bytes
 
 SUITE = "bench/retrieval-suite.json"
 CASES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -37,9 +38,6 @@ def write_suite(root: Path) -> bool:
     path = root / SUITE
     if path.exists():
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
     cases = [{"query": query, "expected": list(expected)} for query, expected in CASES]
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_bytes(orjson.dumps({"cases": cases}, option=orjson.OPT_INDENT_2))
-    os.replace(temp, path)
+    replace_bytes(path, orjson.dumps({"cases": cases}, option=orjson.OPT_INDENT_2))
     return True
