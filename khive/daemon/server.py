@@ -125,14 +125,14 @@ class DaemonServer:
         while True:
             try:
                 body = await receive_body(frames)
-                message = None if body is None else decode(body)
+                if body is None:  # the peer closed the connection between frames
+                    return
+                message = decode(body)
             except FrameTooLarge as exc:  # the body is never read: answer and hang up
                 await _send(stream, protocol.error(exc.code, exc.message, **exc.details))
                 return
             except (ConnectionClosed, DaemonError) as exc:
                 await _send(stream, protocol.error("bad_frame", exc.message))
-                return
-            if body is None or message is None:
                 return
             self.last_activity = time.monotonic()
             kind = message["type"]
