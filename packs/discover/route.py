@@ -56,6 +56,7 @@ MAX_ROUTED = 3  # at most this many units get the structure rules
 GREEDY = 4  # how many of a unit's tables are ordered by what they add to the ones before them
 POPULATED = 0.02  # first ranks: a table known to hold rows beats an empty one that ties with it
 UNIT_SLOTS = 8  # a unit's best this many tables keep their routing bonus (as many as SMALL_UNIT fills whole)
+REACH = 3  # fill to the list's depth with tables at most this many joins from the best ones
 PHRASE = 0.85  # two adjacent question words written together in one column name: above a column word (0.7)
 
 
@@ -283,6 +284,42 @@ def structure(index: RetrievalIndex, lexicon: Lexicon, scored: dict[str, Scored]
                     entry.reached = "fill"
 
 
+def fill_to_depth(index: RetrievalIndex, lexicon: Lexicon, scored: dict[str, Scored], lead: int, n_terms: int,
+                  connection: str | None, shares: dict[int, float], depth: int) -> None:
+    """A question few tables match still gets ``depth`` of them: the lead unit's tables nearest (by foreign
+    keys, up to REACH joins) to its best ones, nearest first and the better connected first within a
+    distance, below every table that matched and flagged ``reached`` (issue #17: too few answers)."""
+    missing = depth - len(scored)
+    if missing <= 0:
+        return
+    members = sorted((e for e in scored.values() if e.table.unit == lead), key=lambda e: (-e.score, e.table.doc_id))
+    floor = min((e.score for e in scored.values()), default=0.0)
+    frontier = [e.table.doc_id for e in members[:BEST_TABLES]]
+    seen = set(scored)
+    for distance in range(1, REACH + 1):
+        links = _neighbours(index, frontier)
+        reached: dict[str, int] = {}
+        for owner in frontier:
+            for other in links.get(owner, set()):
+                other = _canonical(lexicon, other)
+                if other not in seen:
+                    reached[other] = reached.get(other, 0) + 1
+        ranked = sorted(reached, key=lambda t: (-reached[t], t))
+        for position, table_id in enumerate(ranked):
+            if missing <= 0:
+                return
+            entry = _entry(lexicon, scored, table_id, n_terms, connection, shares)
+            if entry is None or entry.table.unit != lead:
+                continue
+            entry.structure["fill"] = floor - entry.score - (distance + position / (len(ranked) + 1)) * ORDER_GAP
+            entry.reached = "fill"
+            missing -= 1
+        seen.update(ranked)
+        frontier = ranked
+        if not frontier:
+            return
+
+
 def _share_slots(scored: dict[str, Scored]) -> None:
     """Past its UNIT_SLOTS best tables a unit's tables lose their routing bonus: the list's remaining slots
     go to the best tables of the units routed almost as well, so a question routed to the wrong one of two
@@ -340,6 +377,8 @@ def apply(index: RetrievalIndex, lexicon: Lexicon, found: dict[str, Candidate], 
         if entry.table.rows:
             entry.structure["populated"] = POPULATED
     _share_slots(scored)
+    if lead is not None:
+        fill_to_depth(index, lexicon, scored, lead, len(terms), connection, shares, depth)
     best = sorted(scored.values(), key=lambda e: (-e.score, e.table.doc_id))[:depth]
     columns: dict[str, tuple[Scored, float]] = {}
     for entry in best:

@@ -57,6 +57,22 @@ CREATE TABLE video.rental (rental_id INTEGER PRIMARY KEY, client_id INTEGER REFE
                            rental_year INTEGER, last_update TIMESTAMP);
 CREATE SCHEMA diet;
 CREATE TABLE diet.dish (dish_id INTEGER PRIMARY KEY, title VARCHAR, calorie INTEGER);
+CREATE SCHEMA library;
+CREATE TABLE library.author (author_id INTEGER PRIMARY KEY, full_name VARCHAR);
+CREATE TABLE library.book (book_id INTEGER PRIMARY KEY, author_id INTEGER REFERENCES library.author (author_id),
+                           title VARCHAR);
+CREATE TABLE library.edition (edition_id INTEGER PRIMARY KEY, book_id INTEGER REFERENCES library.book (book_id),
+                              isbn VARCHAR);
+CREATE TABLE library.copy (copy_id INTEGER PRIMARY KEY,
+                           edition_id INTEGER REFERENCES library.edition (edition_id), shelf VARCHAR);
+CREATE TABLE library.loan (loan_id INTEGER PRIMARY KEY, copy_id INTEGER REFERENCES library.copy (copy_id),
+                           due DATE);
+CREATE TABLE library.reminder (reminder_id INTEGER PRIMARY KEY,
+                               loan_id INTEGER REFERENCES library.loan (loan_id), sent DATE);
+CREATE TABLE library.publisher (publisher_id INTEGER PRIMARY KEY, label VARCHAR);
+CREATE TABLE library.imprint (imprint_id INTEGER PRIMARY KEY,
+                              publisher_id INTEGER REFERENCES library.publisher (publisher_id));
+CREATE TABLE library.opening_hours (weekday INTEGER PRIMARY KEY, opens TIME, closes TIME);
 CREATE SCHEMA retail;
 CREATE TABLE retail.customer (c_id INTEGER PRIMARY KEY, c_name VARCHAR);
 CREATE TABLE retail.date_dim (d_id INTEGER PRIMARY KEY, d_date DATE);
@@ -174,6 +190,18 @@ async def test_nothing_lexical_returns_nothing_and_fill_never_invents_matches(po
     refs = await tables(pooled, "artist names")
     assert refs[0]["id"] == "music.artist" and "reached" not in refs[0]
     assert all(ref.get("reached") in (None, "fill", "bridge") for ref in refs)
+
+
+async def test_a_question_few_tables_match_is_filled_to_its_limit_nearest_join_first(pooled: Call) -> None:
+    refs = await tables(pooled, "authors with the most books", limit=6)
+    ids = [ref["id"] for ref in refs]
+    assert set(ids[:2]) == {"library.author", "library.book"} and not any("reached" in ref for ref in refs[:2])
+    # the edition matches through its book_id; then two joins away, three, four: reached, not matched
+    assert ids[2:] == ["library.edition", "library.copy", "library.loan", "library.reminder"]
+    assert "reached" not in refs[2] and all(ref.get("reached") == "fill" for ref in refs[3:])
+    wider = [ref["id"] for ref in await tables(pooled, "authors with the most books", limit=20)]
+    # nothing joins the publisher, its imprints or the opening hours to the books: they are never invented
+    assert wider == ids
 
 
 async def test_scoping_to_a_connection_keeps_the_unscoped_order_of_its_refs(pooled: Call) -> None:
