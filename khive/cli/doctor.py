@@ -125,7 +125,7 @@ def _print(checks: list[tuple[str, dict[str, Any]]]) -> None:
         else:
             for item in findings:
                 location = f"  [{item['location']}]" if item.get("location") else ""
-                print(f"{item.get('severity', 'info'):<8} {item.get('code', '')}: {item.get('title', '')}{location}")
+                print(f"{item.get('severity', 'info'):<8} {item.get('code', '')}: {_title(item)}{location}")
                 if _detail(item):
                     print(f"         {_detail(item)}")
 
@@ -163,8 +163,14 @@ def _say(console: Any, line: str, style: str = "") -> None:
         print(line)
 
 
+def _title(item: dict[str, Any]) -> str:
+    """A probe's finding has no title: its message is the headline and its fix the detail."""
+    return str(item.get("title") or item.get("message") or "")
+
+
 def _detail(item: dict[str, Any]) -> str:
-    return " ".join(str(part) for part in (item.get("detail") or item.get("message"), item.get("fix")) if part)
+    said = item.get("detail") or (item.get("message") if item.get("title") else None)
+    return " ".join(str(part) for part in (said, item.get("fix")) if part)
 
 
 def _table(findings: list[dict[str, Any]]) -> Any:
@@ -174,5 +180,5 @@ def _table(findings: list[dict[str, Any]]) -> Any:
     for item in findings:
         severity = str(item.get("severity", "info"))
         table.add_row(f"[{COLOURS.get(severity, 'white')}]{severity}[/]", str(item.get("code", "")),
-                      str(item.get("title", "")), _detail(item), str(item.get("location") or ""))
+                      _title(item), _detail(item), str(item.get("location") or ""))
     return table

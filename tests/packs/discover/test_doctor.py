@@ -224,6 +224,8 @@ def test_khive_doctor_probes_each_postgres_connection(tmp_path: Path, pg_databas
     assert 'historic_sql.probe(connection="warehouse")' in done.stdout, done.stdout + done.stderr
     # a fresh database has no pg_stat_statements: the probe's error finding fails the doctor, with its fix
     assert "extension_missing" in done.stdout and "CREATE EXTENSION pg_stat_statements" in done.stdout
+    headline = next(line for line in done.stdout.splitlines() if "extension_missing:" in line)
+    assert headline.split("extension_missing:", 1)[1].strip()  # a probe's message is the headline, not blank
     assert done.returncode == 1
     listed = subprocess.run([sys.executable, "-m", "khive.cli", "doctor", "--format", "finding"], capture_output=True,
                             text=True, env=env, timeout=120, check=False)
