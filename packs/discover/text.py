@@ -7,7 +7,9 @@ from functools import lru_cache
 
 SNIPPET_MAX = 200
 _WORD_RE = re.compile(r"[A-Za-z0-9]+")
-_CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# An identifier's words in one pass: a run of capitals and what follows it in lower case or digits
+# (``HTMLParser`` stays whole, ``customerId`` -> customer, Id), else a run of lower case and digits.
+_IDENTIFIER_WORD_RE = re.compile(r"[A-Z]+[a-z0-9]*|[a-z0-9]+")
 # Words that carry no subject in a question; kept out of the lexical query so they cannot match
 # descriptions ("Unique identifier for each author") by themselves.
 STOPWORDS = frozenset("""
@@ -38,7 +40,8 @@ def stem(word: str) -> str:
 
 def split_words(text: str) -> list[str]:
     """Lower-case words of ``text``; identifiers split (``customer_id``, ``customerId`` -> customer, id)."""
-    return [word.lower() for word in _WORD_RE.findall(_CAMEL_RE.sub(" ", text.replace("_", " ")))]
+    words = _IDENTIFIER_WORD_RE.findall(text)
+    return " ".join(words).lower().split() if words else []  # ASCII words: one lower() for all of them
 
 
 def query_terms(query: str) -> list[str]:
