@@ -25,6 +25,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import orjson
 
 from khive.index.morph import ABBREVIATIONS, identifier_words, key, segment, split_identifier
 from packs.discover.text import STOPWORDS, split_words
@@ -33,6 +34,11 @@ if TYPE_CHECKING:
     from khive.index.engine import RetrievalIndex
 
 WHERE_NAME, WHERE_COLUMN, WHERE_TABLE_NOTE, WHERE_COLUMN_NOTE = 1.0, 0.7, 0.55, 0.45
+# A word only the sampled values of a column hold ("films in French": language.name holds French): weaker
+# than any name or comment, and only for words nothing in the catalog's names or comments holds.
+WHERE_VALUE = 0.2
+VALUE_WORDS = 3  # a sampled value of at most this many words and VALUE_CHARS characters names a thing;
+VALUE_CHARS = 40  # a longer one is free text (a film's description), whose words say little about the table
 BORROWED = 0.6  # a name word that is the whole name of a table it references (store_sales -> store)
 # Where a word matched, as routing evidence: a table named after it says far more than a column.
 ROUTE_WHERE = {WHERE_NAME: 1.0, WHERE_COLUMN: 0.5}
@@ -120,13 +126,25 @@ def note_keys(text: str) -> set[str]:
     return {key(word) for word in split_words(text) if word not in STOPWORDS and len(word) > 1}
 
 
+def value_text(samples: str) -> str:
+    """The words of a string column's sampled values (JSON text of the list) that name things: short values
+    of letters (``French``, ``Sales Representative``), not free text, numbers or codes."""
+    try:
+        values = orjson.loads(samples)
+    except orjson.JSONDecodeError:
+        return ""
+    named = [v.strip() for v in values if isinstance(v, str)] if isinstance(values, list) else []
+    return " ".join(v for v in named if v and len(v) <= VALUE_CHARS and len(v.split()) <= VALUE_WORDS
+                    and not any(ch.isdigit() for ch in v))
+
+
 def build(index: RetrievalIndex) -> Lexicon:
     """The lexicon from the index's table and column documents. A catalog repeats its column names (``id``,
     ``created_at``) and comments across thousands of tables: each distinct one is split into words once, and
     the (word, table, column) rows of all the columns are resolved with numpy, not one at a time."""
     generation = index.generation
     table_rows = index.outline(["table"], ["tableRef", "comment", "description", "estimatedRows", "partitionOf"])
-    column_rows = index.outline(["column"], ["comment", "description"])
+    column_rows = index.outline(["column"], ["comment", "description", "type", "samples"])
     tables: dict[str, Table] = {}
     notes: dict[str, str] = {}
     for doc_id, connection, title, _ref, comment, description, rows, _parent in table_rows:
@@ -138,13 +156,14 @@ def build(index: RetrievalIndex) -> Lexicon:
     numbers = {table_id: n for n, table_id in enumerate(table_ids)}
     words = _Vocabulary()
     columns = _Columns(words)
-    for doc_id, _connection, _title, comment, description in column_rows:
+    for doc_id, _connection, _title, comment, description, kind, samples in column_rows:
         head, _, name = doc_id.rpartition(".")
         table = tables.get("table:" + head.split(":", 1)[1])
         if table is not None:
             table.columns[doc_id] = name
             note = " ".join(str(t) for t in (description, comment) if t) if comment or description else ""
-            columns.add(doc_id, numbers[table.doc_id], name, note)
+            columns.add(doc_id, numbers[table.doc_id], name, note,
+                        value_text(samples) if samples and kind == "string" else "")
     folded = _fold_copies(tables, {row[0]: row[7] for row in table_rows if row[7]})
     skipped = np.zeros(len(tables), dtype=bool)  # folded copies add no words: their parent has them all
     skipped[[numbers[t] for t in folded]] = True
@@ -175,6 +194,7 @@ def build(index: RetrievalIndex) -> Lexicon:
     for unit, unit_words in unit_keys.items():
         for word in unit_words:
             unit_df[word] = unit_df.get(word, 0) + len(units[unit])
+    found.add_values(*columns.value_rows(skipped))
     borrowed = [(words.known[word], numbers[t.doc_id]) for t in tables.values() for word in t.borrowed
                 if word in words.known]
     postings = _postings(found, words.spelled, borrowed, len(tables))
@@ -254,8 +274,10 @@ class _Columns:
         self._name_numbers: dict[str, int] = {}
         self._note_numbers: dict[str, int] = {}
         self._name_keys, self._name_phrases, self._note_keys = _Packed(), _Packed(), _Packed()
+        self._valued: list[int] = []  # positions of the columns with sampled values that name things
+        self._value_keys = _Packed()
 
-    def add(self, doc_id: str, table: int, name: str, note: str) -> None:
+    def add(self, doc_id: str, table: int, name: str, note: str, values: str = "") -> None:
         number = self._name_numbers.get(name)
         if number is None:
             number = self._name_numbers[name] = self._name_keys.add(
@@ -268,6 +290,11 @@ class _Columns:
                 said = self._note_numbers[note] = self._note_keys.add(self.words.numbers(note_keys(note)))
             self._noted.append(len(self._docs))
             self._notes.append(said)
+        if values:
+            keys = note_keys(values)
+            if keys:
+                self._valued.append(len(self._docs))
+                self._value_keys.add(self.words.numbers(keys))
         self._docs.append(doc_id)
         self._tables.append(table)
         self._names.append(number)
@@ -298,6 +325,18 @@ class _Columns:
         found.add_rows(numbers, tables[at][owner], WHERE_COLUMN_NOTE, column_numbers[at][owner])
         return found, phrases
 
+    def value_rows(self, skipped: np.ndarray[Any, Any]
+                   ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """(word, table, column) rows of the sampled values; the columns of ``skipped`` tables say nothing."""
+        tables = np.asarray(self._tables, dtype=np.int64)
+        column_numbers = np.empty(len(tables), dtype=np.int64)
+        column_numbers[self._order()] = np.arange(len(tables))
+        valued = np.asarray(self._valued, dtype=np.int64)
+        kept = ~skipped[tables[valued]] if len(valued) else np.zeros(0, dtype=bool)
+        numbers, owner = self._value_keys.expand(np.flatnonzero(kept))
+        at = valued[kept]
+        return numbers, tables[at][owner], column_numbers[at][owner]
+
     def tokens(self, skipped: np.ndarray[Any, Any]) -> set[str]:
         """Identifier tokens of the column names of tables not ``skipped``."""
         tables = np.asarray(self._tables, dtype=np.int64)
@@ -320,6 +359,14 @@ class _Found:
     def add_rows(self, words: np.ndarray[Any, Any], tables: np.ndarray[Any, Any], where: float,
                  columns: np.ndarray[Any, Any]) -> None:
         self._parts.append((words, tables, np.full(len(words), where), columns))
+
+    def add_values(self, words: np.ndarray[Any, Any], tables: np.ndarray[Any, Any],
+                   columns: np.ndarray[Any, Any]) -> None:
+        """Rows of sampled values, for the words no name or comment already holds (added last, so that set
+        is known: a value never lowers the rarity of a word the catalog names)."""
+        named = [part[0] for part in self._parts] + [np.asarray(self._rows[0], dtype=np.int64)]
+        fresh = ~np.isin(words, np.concatenate(named)) if len(words) else np.zeros(0, dtype=bool)
+        self.add_rows(words[fresh], tables[fresh], WHERE_VALUE, columns[fresh])
 
     def add(self, words: list[int], table: int, where: float, column: int) -> None:
         all_words, tables, wheres, columns = self._rows
