@@ -52,7 +52,7 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "num": ("number",), "org": ("organization",), "pct": ("percent",), "perc": ("percent",), "pmt": ("payment",),
     "pymt": ("payment",), "pop": ("population",), "pos": ("position",), "prc": ("price",), "prev": ("previous",),
     "prod": ("product",), "pts": ("points",), "qty": ("quantity",), "qtr": ("quarter",), "rcpt": ("receipt",),
-    "rec": ("record",), "ref": ("reference",), "reg": ("region",), "rev": ("revenue",),
+    "rec": ("record",), "ref": ("reference",), "reg": ("region",), "rep": ("representative",), "rev": ("revenue",),
     "sched": ("schedule",), "scr": ("score",), "sec": ("second",), "seq": ("sequence",), "sku": ("product",),
     "src": ("source",), "std": ("standard",), "stmt": ("statement",), "stu": ("student",), "sub": ("subscription",),
     "supp": ("supplier",), "svc": ("service",), "sz": ("size",), "tel": ("telephone",), "temp": ("temperature",),
