@@ -140,12 +140,13 @@ def lift_bridges(index: RetrievalIndex, found: dict[str, Candidate], *, kind: st
 
 
 def lift_named(found: dict[str, Candidate], terms: Sequence[str]) -> None:
-    """A table or SL source whose own name the query spells out ("airlines" -> ``airline``) is lifted by
-    the share of its name's words the query holds: BM25 gives the name field weight, but one rank
-    step in RRF is worth almost nothing, so the lane alone would lose that signal."""
+    """An SL source or measure whose own name the query spells out ("airlines" -> ``airline``, "monthly
+    revenue" -> the measure ``revenue``) is lifted by the share of its name's words the query holds: BM25
+    gives the name field weight, but one rank step in RRF is worth almost nothing, so the lane alone would
+    lose that signal. Dimensions are left out: ``name``, ``id`` and ``date`` name dimensions everywhere."""
     asked = {stem(term) for term in terms}
     for candidate in found.values():
-        if candidate.index_kind != "sl_source":
+        if candidate.index_kind not in ("sl_source", "sl_measure"):
             continue
         name = (candidate.metadata.get("tableRef") or {}).get("name") or candidate.metadata.get("name") or ""
         parts = {stem(word) for word in split_words(str(name))}

@@ -127,3 +127,11 @@ async def test_a_count_measure_without_an_expression_shows_what_it_computes(scan
     refs = (await scanned('discover.search(query="tally", kinds=["sl_measure"])'))["refs"]
     assert {ref["id"]: ref["snippet"] for ref in refs} == {
         "tally.paid_tally": "count(*) filter (where status = 'delivered')", "tally.spend_tally": "sum(total)"}
+
+
+async def test_a_measure_the_question_names_ranks_with_the_tables_it_needs(scanned: Call) -> None:
+    refs = (await scanned('discover.search(query="total quantity per product", limit=12)'))["refs"]
+    ids = [ref["id"] for ref in refs]
+    # the measure spelled out by the question, among the two tables it is computed from
+    assert ids.index("order_items.total_quantity") < ids.index("main.products")
+    assert next(ref for ref in refs if ref["id"] == "order_items.total_quantity")["kind"] == "sl_measure"
