@@ -144,13 +144,15 @@ def vector_search(db: sqlite3.Connection, vectors: VectorTable, embedder: Embedd
     if not query_vector.any():
         return []
     floor = max(floor, 1e-9)  # below the floor a vector rank never counts
-    scores = vectors.vectors.scores(query_vector, floor)
     if kinds:
         present = [kind for kind in kinds if kind in vectors.kind_rows]
         rows = np.concatenate([vectors.kind_rows[k] for k in present]) if present else np.zeros(0, dtype=np.int64)
+        scores = np.zeros(len(rowids), dtype=np.float32)  # only the asked kinds' rows are scored
+        scores[rows] = vectors.vectors.scores_at(rows, query_vector, floor)
         candidates = rows[scores[rows] >= floor]
         order = candidates[np.argsort(-scores[candidates], kind="stable")]  # ties: asked kind, then rowid
     else:
+        scores = vectors.vectors.scores(query_vector, floor)
         candidates = np.flatnonzero(scores >= floor)
         order = candidates[np.lexsort((vectors.rowid_array[candidates], -scores[candidates]))]  # ties: rowid
     extra, params = _filters(kinds, connection, where)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from packs.discover.text import cap, matched_terms, snippet_around
+from packs.discover.text import cap, matched_terms, name_stems, snippet_around, stem
 
 RAW_KINDS = frozenset({"table", "column"})
 SL_KINDS = frozenset({"sl_source", "sl_measure", "sl_dimension"})
@@ -85,7 +85,8 @@ def snippet_of(kind: str, metadata: dict[str, Any], fields: dict[str, str], term
         if field in ("summary", "extra"):
             return snippet_around(text, terms)
         if field == "body":  # found through its columns: those that matched first
-            columns = sorted(columns, key=lambda name: not matched_terms(terms, name.replace("_", " ")))
+            wanted = {stem(term) for term in terms}
+            columns = sorted(columns, key=lambda name: not (name_stems(name) & wanted))
         return cap(", ".join(columns)) if columns else cap(fields.get("summary", "")) or None
     if kind == "column":
         native = str(metadata.get("nativeType") or metadata.get("type") or "")

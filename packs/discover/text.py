@@ -64,6 +64,12 @@ def matched_terms(terms: list[str], text: str) -> list[str]:
     return [term for term in terms if stem(term) in present]
 
 
+@lru_cache(maxsize=65536)
+def name_stems(name: str) -> frozenset[str]:
+    """``stems`` of an identifier (a column name): the same few thousand recur in every search."""
+    return frozenset(stems(name))
+
+
 def cap(text: str, limit: int = SNIPPET_MAX) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
