@@ -155,8 +155,8 @@ def lift_named(found: dict[str, Candidate], terms: Sequence[str]) -> None:
 
 
 def apply_priors(index: RetrievalIndex, found: dict[str, Candidate]) -> None:
-    ids = sorted(found)
-    degrees = index.degrees(ids, relations=list(HUB_RELATIONS))
+    damped = sorted(c.doc_id for c in found.values() if c.base > 0 and c.index_kind not in ("table", "column"))
+    degrees = index.degrees(damped, relations=list(HUB_RELATIONS))  # only these can be damped as hubs
     for candidate in found.values():
         meta = candidate.metadata
         reference = max(candidate.base, first_rank() * 0.5)

@@ -338,6 +338,17 @@ def _complementary(a: Scored, b: Scored) -> bool:
     return bool(ma - mb) and bool(mb - ma)
 
 
+def _best_columns(bases: dict[str, float], found: dict[str, Candidate], depth: int) -> list[str]:
+    """The ``depth`` columns that rank first, in the order the final ranking gives them (nothing later moves a
+    column's score): only they can reach a result list, so only their rows are read (a question's best
+    tables match a hundred columns or more)."""
+    def fused(column_id: str) -> float:
+        held = found.get(column_id)
+        return bases[column_id] + (sum(held.bonuses.values()) if held is not None else 0.0)
+
+    return sorted(bases, key=lambda column_id: (-round(fused(column_id), 9), column_id))[:depth]
+
+
 def _canonical(lexicon: Lexicon, table_id: str) -> str:
     return lexicon.folded.get(table_id, table_id)
 
@@ -388,7 +399,7 @@ def apply(index: RetrievalIndex, lexicon: Lexicon, found: dict[str, Candidate], 
                 strength = weights[i] * entry.strengths[i]
                 if previous is None or previous[1] < strength:
                     columns[column] = (entry, strength)
-    rows = {row["id"]: row for row in index.rows([e.table.doc_id for e in best] + list(columns))}
+    rows = {row["id"]: row for row in index.rows([e.table.doc_id for e in best])}
     unit_rank = first_rank()
     for position, entry in enumerate(best, start=1):
         row = rows.get(entry.table.doc_id)
@@ -404,11 +415,15 @@ def apply(index: RetrievalIndex, lexicon: Lexicon, found: dict[str, Candidate], 
         if entry.table.copies:
             candidate.flags.append(f"{len(entry.table.copies)} partitions or copies folded in")
         candidate.reached = candidate.reached or entry.reached
-    for column_id, (entry, strength) in columns.items():
+    bases = {column_id: found[entry.table.doc_id].fused * COLUMN_SHARE + strength * 1e-4 * unit_rank
+             for column_id, (entry, strength) in columns.items() if entry.table.doc_id in found}
+    picked = _best_columns(bases, found, depth)
+    rows = {row["id"]: row for row in index.rows(picked)}
+    for column_id in picked:
         row = rows.get(column_id)
-        if row is None or entry.table.doc_id not in found:
+        if row is None:
             continue
+        entry, strength = columns[column_id]
         candidate = found.setdefault(column_id, candidate_from_row(row))
-        table = found[entry.table.doc_id]
         candidate.lanes["catalog"] = {"rank": 0, "raw": round(strength, 4)}
-        candidate.base = table.fused * COLUMN_SHARE + strength * 1e-4 * unit_rank
+        candidate.base = bases[column_id]
