@@ -57,6 +57,10 @@ CREATE TABLE video.rental (rental_id INTEGER PRIMARY KEY, client_id INTEGER REFE
                            rental_year INTEGER, last_update TIMESTAMP);
 CREATE SCHEMA diet;
 CREATE TABLE diet.dish (dish_id INTEGER PRIMARY KEY, title VARCHAR, calorie INTEGER);
+CREATE SCHEMA cinema;
+CREATE TABLE cinema.language (language_id INTEGER PRIMARY KEY, name VARCHAR);
+CREATE TABLE cinema.movie (movie_id INTEGER PRIMARY KEY, title VARCHAR, runtime INTEGER,
+                           language_id INTEGER REFERENCES cinema.language (language_id));
 CREATE SCHEMA retail;
 CREATE TABLE retail.customer (c_id INTEGER PRIMARY KEY, c_name VARCHAR);
 CREATE TABLE retail.date_dim (d_id INTEGER PRIMARY KEY, d_date DATE);
@@ -151,6 +155,13 @@ async def test_a_period_says_when_not_what(pooled: Call) -> None:
     ids = [ref["id"] for ref in await tables(pooled, "which customers ordered the most last year")]
     assert {i.split(".")[1] for i in ids[:2]} == {"customers", "orders"}  # shop's or crm's, both fit
     assert not any(i.startswith("video.") for i in ids[:4])
+
+
+async def test_a_value_reaches_the_table_that_holds_values_of_its_kind(pooled: Call) -> None:
+    # no table is named "french": the language a movie is in is what the question asks about
+    refs = await tables(pooled, "movies in French")
+    language = next(ref for ref in refs if ref["id"] == "cinema.language")
+    assert refs[0]["id"] == "cinema.movie" and refs.index(language) == 1 and "reached" not in language
 
 
 async def test_a_link_table_no_word_names_joins_the_two_it_links(pooled: Call) -> None:
