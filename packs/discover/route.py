@@ -56,6 +56,8 @@ MAX_ROUTED = 3  # at most this many units get the structure rules
 GREEDY = 4  # how many of a unit's tables are ordered by what they add to the ones before them
 POPULATED = 0.02  # first ranks: a table known to hold rows beats an empty one that ties with it
 UNIT_SLOTS = 8  # a unit's best this many tables keep their routing bonus (as many as SMALL_UNIT fills whole)
+CONTESTED = 0.95  # a runner-up unit this close to the best (its share) contests the list
+CONTESTED_SLOTS = 5  # then each unit keeps its routing bonus for this many tables only
 PHRASE = 0.85  # two adjacent question words written together in one column name: above a column word (0.7)
 
 
@@ -283,15 +285,19 @@ def structure(index: RetrievalIndex, lexicon: Lexicon, scored: dict[str, Scored]
                     entry.reached = "fill"
 
 
-def _share_slots(scored: dict[str, Scored]) -> None:
+def _share_slots(scored: dict[str, Scored], shares: dict[int, float]) -> None:
     """Past its UNIT_SLOTS best tables a unit's tables lose their routing bonus: the list's remaining slots
     go to the best tables of the units routed almost as well, so a question routed to the wrong one of two
-    schemas that share vocabulary (customers, orders, sales) still finds its tables lower down."""
+    schemas that share vocabulary (customers, orders, sales) still finds its tables lower down. When the
+    runner-up is as good as tied with the best (CONTESTED), each keeps CONTESTED_SLOTS: the runner-up's
+    best few tables then come before the leader's sixth to eighth."""
     by_unit: dict[int, list[Scored]] = {}
     for entry in sorted(scored.values(), key=lambda e: (-e.score, e.table.doc_id)):
         by_unit.setdefault(entry.table.unit, []).append(entry)
+    ranked = sorted(shares.values(), reverse=True)
+    slots = CONTESTED_SLOTS if len(ranked) > 1 and ranked[1] >= CONTESTED else UNIT_SLOTS
     for members in by_unit.values():
-        for entry in members[UNIT_SLOTS:]:
+        for entry in members[slots:]:
             entry.structure["slots"] = -(entry.route + entry.structure.get("lead", 0.0))
 
 
@@ -339,7 +345,7 @@ def apply(index: RetrievalIndex, lexicon: Lexicon, found: dict[str, Candidate], 
     for entry in scored.values():
         if entry.table.rows:
             entry.structure["populated"] = POPULATED
-    _share_slots(scored)
+    _share_slots(scored, shares)
     best = sorted(scored.values(), key=lambda e: (-e.score, e.table.doc_id))[:depth]
     columns: dict[str, tuple[Scored, float]] = {}
     for entry in best:

@@ -69,6 +69,12 @@ CREATE TABLE retail.{channel}_{fact} ({p}_customer_id INTEGER REFERENCES retail.
     {p}_date_id INTEGER REFERENCES retail.date_dim (d_id), {p}_net_{fact} DECIMAL);"""
               for channel in ("store", "web", "catalog", "phone", "kiosk") for fact in ("sales", "returns")
               for p in (channel[0] + fact[0],))
+# Two copies of one schema: any question about it is a tie between them.
+FLEET_KINDS = ("cargo", "crew", "port", "route", "owner", "refit", "flag")
+POOL_DDL += "".join(f"""
+CREATE SCHEMA {fleet};""" + "".join(f"""
+CREATE TABLE {fleet}.vessel_{kind} (id INTEGER PRIMARY KEY, tonnage INTEGER);""" for kind in FLEET_KINDS)
+                    for fleet in ("east_fleet", "west_fleet"))
 # A second connection with a same-named table: scoping to it must not reorder what it holds.
 CRM_DDL = """
 CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT, segment TEXT);
@@ -132,6 +138,13 @@ async def test_a_routed_schema_leaves_room_for_the_best_tables_of_the_runner_up(
     ids = [ref["id"] for ref in await tables(pooled, "net sales per customer")]
     assert len(ids) == 10 and ids[0].startswith("retail.")
     assert sum(i.startswith("retail.") for i in ids) <= 8 and "shop.customers" in ids
+
+
+async def test_two_schemas_tied_for_a_question_share_the_list(pooled: Call) -> None:
+    # seven tables of each copy match alike: the runner-up's best five come before the leader's sixth
+    ids = [ref["id"] for ref in await tables(pooled, "vessel tonnage")]
+    assert len(ids) == 10
+    assert sum(i.startswith("east_fleet.") for i in ids) == sum(i.startswith("west_fleet.") for i in ids) == 5
 
 
 async def test_a_verb_reaches_the_synonyms_of_the_noun_derived_from_it(pooled: Call) -> None:
