@@ -23,6 +23,7 @@ from packs.discover.text import STOPWORDS, split_words
 
 EXACT, DERIVED, ABBREVIATED, SYNONYM = 1.0, 0.85, 0.8, 0.6
 VALUE = 0.5  # a value hints where it is kept (below a synonym: it is not the thing itself)
+VALUE_NEXT = 0.9  # each further noun of a value's class counts this much of the one before
 
 
 @dataclass
@@ -57,9 +58,9 @@ def expand(query: str, terms: Sequence[str], lexicon: Lexicon) -> list[Term]:
         for other in synonyms(word):
             if key(other) in lexicon.postings:
                 term.add(other, SYNONYM)
-        for noun in values.classes(word):
+        for i, noun in enumerate(values.classes(word)):
             if key(noun) in lexicon.postings:
-                term.add(noun, VALUE)
+                term.add(noun, VALUE * VALUE_NEXT ** i)
         out.append(term)
     by_word = {t.word: t for t in out}
     words = raw_words(query)
