@@ -5,7 +5,7 @@ holds it is left to the join structure.
 
 Each class is a few nouns a schema names such a table or column with, and the values are general knowledge
 (countries, the languages and nationalities spoken of them, continents, US states, genres of films and
-music), written for khive, not taken from any schema or benchmark. A value reaches its class nouns at
+music, genders, colours, pets), written for khive, not taken from any schema or benchmark. A value reaches its class nouns at
 ``forms.VALUE`` (the first, the next ones a little less: "French" is a language before a nationality),
 below a synonym: it hints where the value is kept, it is not the thing itself. Ambiguous
 words are left out (``turkey``, ``chad``, ``jordan``, ``country`` music, ``pop`` for population, ``action``).
@@ -22,6 +22,9 @@ LANGUAGE = ("language", "country", "nation")  # "French" is a language and a nat
 REGION = ("region", "continent")
 STATE = ("state", "province")
 GENRE = ("genre", "category")
+GENDER = ("gender", "sex")
+COLOR = ("color", "colour")
+ANIMAL = ("pet", "animal", "species", "breed")
 
 COUNTRIES = """
 afghanistan albania algeria andorra angola argentina armenia australia austria azerbaijan bahamas bahrain
@@ -58,13 +61,16 @@ jazz blues rock metal reggae punk hiphop rap classical opera soundtrack techno d
 horror comedy comedies drama dramas thriller thrillers documentary documentaries romance romantic animation
 animated cartoon musical musicals fantasy scifi mystery crime biography adventure war sports anime
 """
+GENDERS = "male female males females men women man woman boys girls"
+COLORS = "red blue green yellow black white orange purple brown grey gray pink silver gold beige"
+ANIMALS = "dog dogs cat cats puppy kitten hamster rabbit parrot horse horses"
 
 
 @lru_cache(maxsize=1)
 def _classes() -> dict[str, tuple[str, ...]]:
     out: dict[str, tuple[str, ...]] = {}
     for words, nouns in ((COUNTRIES, COUNTRY), (LANGUAGES, LANGUAGE), (CONTINENTS, REGION), (STATES, STATE),
-                         (GENRES, GENRE)):
+                         (GENRES, GENRE), (GENDERS, GENDER), (COLORS, COLOR), (ANIMALS, ANIMAL)):
         for word in words.split():
             out.setdefault(key(word), nouns)
     return out
