@@ -5,9 +5,9 @@ holds it is left to the join structure.
 
 Each class is a few nouns a schema names such a table or column with, and the values are general knowledge
 (countries, the languages and nationalities spoken of them, continents, US states, genres of films and
-music, genders, colours, pets), written for khive, not taken from any schema or benchmark. A value reaches its class nouns at
-``forms.VALUE`` (the first, the next ones a little less: "French" is a language before a nationality),
-below a synonym: it hints where the value is kept, it is not the thing itself. Ambiguous
+music, genders, colours, pets), written for khive, not taken from any schema or benchmark. A value reaches
+its class nouns at ``forms.VALUE`` (the first, the next ones a little less: "French" is a language before
+a nationality), below a synonym: it hints where the value is kept, it is not the thing itself. Ambiguous
 words are left out (``turkey``, ``chad``, ``jordan``, ``country`` music, ``pop`` for population, ``action``).
 """
 
