@@ -61,6 +61,7 @@ CREATE SCHEMA cinema;
 CREATE TABLE cinema.language (language_id INTEGER PRIMARY KEY, name VARCHAR);
 CREATE TABLE cinema.movie (movie_id INTEGER PRIMARY KEY, title VARCHAR, runtime INTEGER,
                            language_id INTEGER REFERENCES cinema.language (language_id));
+CREATE TABLE cinema.theatre (theatre_id INTEGER PRIMARY KEY, name VARCHAR, seats INTEGER);
 CREATE SCHEMA retail;
 CREATE TABLE retail.customer (c_id INTEGER PRIMARY KEY, c_name VARCHAR);
 CREATE TABLE retail.date_dim (d_id INTEGER PRIMARY KEY, d_date DATE);
@@ -175,6 +176,11 @@ async def test_a_value_reaches_the_table_that_holds_values_of_its_kind(pooled: C
     refs = await tables(pooled, "movies in French")
     language = next(ref for ref in refs if ref["id"] == "cinema.language")
     assert refs[0]["id"] == "cinema.movie" and refs.index(language) == 1 and "reached" not in language
+
+
+async def test_british_and_american_spellings_meet(pooled: Call) -> None:
+    refs = await tables(pooled, "theaters and their names")
+    assert refs[0]["id"] == "cinema.theatre" and "reached" not in refs[0]
 
 
 async def test_a_link_table_no_word_names_joins_the_two_it_links(pooled: Call) -> None:
