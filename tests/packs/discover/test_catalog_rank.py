@@ -61,6 +61,8 @@ CREATE SCHEMA cinema;
 CREATE TABLE cinema.language (language_id INTEGER PRIMARY KEY, name VARCHAR);
 CREATE TABLE cinema.movie (movie_id INTEGER PRIMARY KEY, title VARCHAR, runtime INTEGER,
                            language_id INTEGER REFERENCES cinema.language (language_id));
+CREATE VIEW cinema.movie_list AS SELECT m.title, m.runtime, l.name AS language_name
+    FROM cinema.movie m JOIN cinema.language l ON l.language_id = m.language_id;
 CREATE TABLE cinema.theatre (theatre_id INTEGER PRIMARY KEY, name VARCHAR, seats INTEGER);
 CREATE SCHEMA retail;
 CREATE TABLE retail.customer (c_id INTEGER PRIMARY KEY, c_name VARCHAR);
@@ -181,6 +183,13 @@ async def test_a_value_reaches_the_table_that_holds_values_of_its_kind(pooled: C
 async def test_british_and_american_spellings_meet(pooled: Call) -> None:
     refs = await tables(pooled, "theaters and their names")
     assert refs[0]["id"] == "cinema.theatre" and "reached" not in refs[0]
+
+
+async def test_a_view_follows_the_tables_it_restates(pooled: Call) -> None:
+    refs = await tables(pooled, "movie title and language name")
+    ids = [ref["id"] for ref in refs]
+    assert ids[:3] == ["cinema.movie", "cinema.language", "cinema.movie_list"]
+    assert "view" in refs[2]["flags"]
 
 
 async def test_a_link_table_no_word_names_joins_the_two_it_links(pooled: Call) -> None:
