@@ -17,8 +17,8 @@ from functools import lru_cache
 
 from khive.index.morph import key
 
-COUNTRY = ("country", "nation")
-LANGUAGE = ("language", "country", "nation")  # "French" is a language and a nationality
+COUNTRY = ("country", "nation", "nationality")
+LANGUAGE = ("language", "nationality", "country", "nation")  # "French" is a language and a nationality
 REGION = ("region", "continent")
 STATE = ("state", "province")
 GENRE = ("genre", "category")
