@@ -60,7 +60,12 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "ts": ("timestamp",), "tst": ("test",), "txn": ("transaction",), "tx": ("transaction",), "univ": ("university",),
     "usr": ("user",), "val": ("value",), "ver": ("version",), "vol": ("volume",), "wh": ("warehouse",),
     "wk": ("week",), "wt": ("weight",), "yr": ("year",), "yrs": ("years",), "ytd": ("year", "to", "date"),
-    "takr": ("taker",), "takrs": ("takers",),
+    "takr": ("taker",), "takrs": ("takers",), "apt": ("apartment",), "ave": ("avenue",), "blvd": ("boulevard",),
+    "intl": ("international",), "natl": ("national",), "govt": ("government",), "info": ("information",),
+    "admin": ("administrator",), "conf": ("conference",), "prof": ("professor",), "instr": ("instructor",),
+    "sem": ("semester",), "elev": ("elevation",), "alt": ("altitude",), "precip": ("precipitation",),
+    "km": ("kilometer",), "kg": ("kilogram",), "lbs": ("pounds",), "sal": ("salary",), "pwd": ("password",),
+    "crs": ("course",),
 }
 # Words people use for the same thing; a question's word also reaches the others (weaker than itself).
 SYNONYMS: tuple[tuple[str, ...], ...] = (
@@ -119,6 +124,17 @@ DERIVED_ENDINGS = ("ment", "ments", "al", "als", "er", "ers", "or", "ors", "ee",
 _IRREGULAR = {"people": "person", "persons": "person", "children": "child", "men": "man", "women": "woman",
               "feet": "foot", "teeth": "tooth", "mice": "mouse", "geese": "goose", "indices": "index",
               "matrices": "matrix", "criteria": "criterion", "data": "data", "media": "media", "analyses": "analysis"}
+# British spellings schemas use (``eye_colour_id``, ``centre_name``) keyed as the American ones questions
+# often use, and the reverse: one key for both.
+_SPELLINGS = {"colour": "color", "favourite": "favorite", "centre": "center", "metre": "meter", "litre": "liter",
+              "theatre": "theater", "fibre": "fiber", "calibre": "caliber", "organisation": "organization",
+              "licence": "license", "defence": "defense", "offence": "offense", "behaviour": "behavior",
+              "catalogue": "catalog", "programme": "program", "grey": "gray", "jewellery": "jewelry", "tyre": "tire",
+              "aluminium": "aluminum", "neighbour": "neighbor", "labour": "labor", "honour": "honor",
+              "harbour": "harbor", "flavour": "flavor", "humour": "humor", "rumour": "rumor", "cheque": "check",
+              "kilometre": "kilometer", "millimetre": "millimeter", "centimetre": "centimeter",
+              "enrolment": "enrollment", "travelling": "traveling", "cancelled": "canceled", "modelling": "modeling",
+              "labelled": "labeled"}
 # Irregular past forms of content verbs analysts ask with ("who taught", "items sold"): the key of the
 # verb, so they reach its derived nouns and synonyms as the present form does (teach -> teacher ->
 # instructor). Light verbs (took, made, gave, got) are left alone: "courses taken" is not about taking.
@@ -222,6 +238,9 @@ def key(word: str) -> str:
         return _IRREGULAR[w]
     if w in _IRREGULAR_VERBS:
         return key(_IRREGULAR_VERBS[w])
+    spelled = _SPELLINGS.get(w[:-1] if w.endswith("s") and w[:-1] in _SPELLINGS else w)
+    if spelled is not None:
+        return key(spelled)
     if len(w) > 4 and w.endswith("ies"):
         w = w[:-3] + "y"
     elif len(w) > 5 and w.endswith(("ches", "shes", "sses", "xes", "zes")):

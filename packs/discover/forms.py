@@ -6,7 +6,8 @@ For a question word ``w`` (weights are how much a match through that form counts
 * ``w`` written together with its neighbour (``high schoolers`` -> highschooler; 1.0, credited to both);
 * identifier tokens of the catalog that abbreviate ``w`` (``takr``, ``tst``, ``cnty``: ABBREVIATED);
 * identifier tokens that are ``w`` plus a derivational ending, or the reverse (pay ~ payment: DERIVED);
-* a few synonyms (client ~ customer: SYNONYM).
+* a few synonyms (client ~ customer: SYNONYM);
+* for a value, the nouns its holder is named with (French -> language, Europe -> region: VALUE, ``values.py``).
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 
 from khive.index.morph import ABBREVIATIONS, abbreviates, derived, identifier_words, key, synonyms
+from packs.discover import values
 from packs.discover.lexicon import Lexicon
 from packs.discover.text import STOPWORDS, split_words
 
 EXACT, DERIVED, ABBREVIATED, SYNONYM = 1.0, 0.85, 0.8, 0.6
+VALUE = 0.5  # a value hints where it is kept (below a synonym: it is not the thing itself)
+VALUE_NEXT = 0.9  # each further noun of a value's class counts this much of the one before
 
 
 @dataclass
@@ -54,6 +58,9 @@ def expand(query: str, terms: Sequence[str], lexicon: Lexicon) -> list[Term]:
         for other in synonyms(word):
             if key(other) in lexicon.postings:
                 term.add(other, SYNONYM)
+        for i, noun in enumerate(values.classes(word)):
+            if key(noun) in lexicon.postings:
+                term.add(noun, VALUE * VALUE_NEXT ** i)
         out.append(term)
     by_word = {t.word: t for t in out}
     words = raw_words(query)

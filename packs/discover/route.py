@@ -57,6 +57,10 @@ GREEDY = 4  # how many of a unit's tables are ordered by what they add to the on
 POPULATED = 0.02  # first ranks: a table known to hold rows beats an empty one that ties with it
 UNIT_SLOTS = 8  # a unit's best this many tables keep their routing bonus (as many as SMALL_UNIT fills whole)
 REACH = 3  # fill to the list's depth with tables at most this many joins from the best ones
+CONTESTED = 0.95  # a runner-up unit this close to the best (its share) contests the list
+CONTESTED_SLOTS = 5  # then each unit keeps its routing bonus for this many tables only
+VIEW = 0.3  # first ranks a view is lowered by, below the tables it reads
+VIEW_KINDS = ("view", "materialized_view")
 PHRASE = 0.85  # two adjacent question words written together in one column name: above a column word (0.7)
 
 
@@ -320,15 +324,19 @@ def fill_to_depth(index: RetrievalIndex, lexicon: Lexicon, scored: dict[str, Sco
             return
 
 
-def _share_slots(scored: dict[str, Scored]) -> None:
+def _share_slots(scored: dict[str, Scored], shares: dict[int, float]) -> None:
     """Past its UNIT_SLOTS best tables a unit's tables lose their routing bonus: the list's remaining slots
     go to the best tables of the units routed almost as well, so a question routed to the wrong one of two
-    schemas that share vocabulary (customers, orders, sales) still finds its tables lower down."""
+    schemas that share vocabulary (customers, orders, sales) still finds its tables lower down. When the
+    runner-up is as good as tied with the best (CONTESTED), each keeps CONTESTED_SLOTS: the runner-up's
+    best few tables then come before the leader's sixth to eighth."""
     by_unit: dict[int, list[Scored]] = {}
     for entry in sorted(scored.values(), key=lambda e: (-e.score, e.table.doc_id)):
         by_unit.setdefault(entry.table.unit, []).append(entry)
+    ranked = sorted(shares.values(), reverse=True)
+    slots = CONTESTED_SLOTS if len(ranked) > 1 and ranked[1] >= CONTESTED else UNIT_SLOTS
     for members in by_unit.values():
-        for entry in members[UNIT_SLOTS:]:
+        for entry in members[slots:]:
             entry.structure["slots"] = -(entry.route + entry.structure.get("lead", 0.0))
 
 
@@ -365,6 +373,18 @@ def _entry(lexicon: Lexicon, scored: dict[str, Scored], table_id: str, n_terms: 
     return entry
 
 
+def _views_after_tables(best: list[Scored], rows: dict[str, dict[str, Any]]) -> None:
+    """A view restates the words of the tables it reads (``film_list`` holds film, category and actor columns),
+    so it covers a question as well as they do together; it is lowered by VIEW so the tables an analyst
+    joins come first and the view follows as a shortcut. The list is re-sorted in place."""
+    for entry in best:
+        row = rows.get(entry.table.doc_id)
+        if row is not None and row["metadata"].get("kind") in VIEW_KINDS:
+            entry.structure["view"] = -VIEW
+            entry.flags.append("view")
+    best.sort(key=lambda e: (-e.score, e.table.doc_id))
+
+
 def _public(doc_id: str) -> str:
     return doc_id.split(":", 2)[-1]
 
@@ -387,7 +407,7 @@ def apply(index: RetrievalIndex, lexicon: Lexicon, found: dict[str, Candidate], 
     for entry in scored.values():
         if entry.table.rows:
             entry.structure["populated"] = POPULATED
-    _share_slots(scored)
+    _share_slots(scored, shares)
     if lead is not None:
         fill_to_depth(index, lexicon, scored, lead, len(terms), connection, shares, depth)
     best = sorted(scored.values(), key=lambda e: (-e.score, e.table.doc_id))[:depth]
@@ -400,6 +420,7 @@ def apply(index: RetrievalIndex, lexicon: Lexicon, found: dict[str, Candidate], 
                 if previous is None or previous[1] < strength:
                     columns[column] = (entry, strength)
     rows = {row["id"]: row for row in index.rows([e.table.doc_id for e in best])}
+    _views_after_tables(best, rows)
     unit_rank = first_rank()
     for position, entry in enumerate(best, start=1):
         row = rows.get(entry.table.doc_id)

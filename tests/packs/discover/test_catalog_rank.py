@@ -73,6 +73,13 @@ CREATE TABLE library.publisher (publisher_id INTEGER PRIMARY KEY, label VARCHAR)
 CREATE TABLE library.imprint (imprint_id INTEGER PRIMARY KEY,
                               publisher_id INTEGER REFERENCES library.publisher (publisher_id));
 CREATE TABLE library.opening_hours (weekday INTEGER PRIMARY KEY, opens TIME, closes TIME);
+CREATE SCHEMA cinema;
+CREATE TABLE cinema.language (language_id INTEGER PRIMARY KEY, name VARCHAR);
+CREATE TABLE cinema.movie (movie_id INTEGER PRIMARY KEY, title VARCHAR, runtime INTEGER,
+                           language_id INTEGER REFERENCES cinema.language (language_id));
+CREATE VIEW cinema.movie_list AS SELECT m.title, m.runtime, l.name AS language_name
+    FROM cinema.movie m JOIN cinema.language l ON l.language_id = m.language_id;
+CREATE TABLE cinema.theatre (theatre_id INTEGER PRIMARY KEY, name VARCHAR, seats INTEGER);
 CREATE SCHEMA retail;
 CREATE TABLE retail.customer (c_id INTEGER PRIMARY KEY, c_name VARCHAR);
 CREATE TABLE retail.date_dim (d_id INTEGER PRIMARY KEY, d_date DATE);
@@ -81,6 +88,12 @@ CREATE TABLE retail.{channel}_{fact} ({p}_customer_id INTEGER REFERENCES retail.
     {p}_date_id INTEGER REFERENCES retail.date_dim (d_id), {p}_net_{fact} DECIMAL);"""
               for channel in ("store", "web", "catalog", "phone", "kiosk") for fact in ("sales", "returns")
               for p in (channel[0] + fact[0],))
+# Two copies of one schema: any question about it is a tie between them.
+FLEET_KINDS = ("cargo", "crew", "port", "route", "owner", "refit", "flag")
+POOL_DDL += "".join(f"""
+CREATE SCHEMA {fleet};""" + "".join(f"""
+CREATE TABLE {fleet}.vessel_{kind} (id INTEGER PRIMARY KEY, tonnage INTEGER);""" for kind in FLEET_KINDS)
+                    for fleet in ("east_fleet", "west_fleet"))
 # A second connection with a same-named table: scoping to it must not reorder what it holds.
 CRM_DDL = """
 CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT, segment TEXT);
@@ -146,6 +159,13 @@ async def test_a_routed_schema_leaves_room_for_the_best_tables_of_the_runner_up(
     assert sum(i.startswith("retail.") for i in ids) <= 8 and "shop.customers" in ids
 
 
+async def test_two_schemas_tied_for_a_question_share_the_list(pooled: Call) -> None:
+    # seven tables of each copy match alike: the runner-up's best five come before the leader's sixth
+    ids = [ref["id"] for ref in await tables(pooled, "vessel tonnage")]
+    assert len(ids) == 10
+    assert sum(i.startswith("east_fleet.") for i in ids) == sum(i.startswith("west_fleet.") for i in ids) == 5
+
+
 async def test_a_verb_reaches_the_synonyms_of_the_noun_derived_from_it(pooled: Call) -> None:
     # "teaches" -> teacher, a synonym of instructor: the table is matched, not only reached as fill
     refs = await tables(pooled, "who teaches each course")
@@ -167,6 +187,25 @@ async def test_a_period_says_when_not_what(pooled: Call) -> None:
     ids = [ref["id"] for ref in await tables(pooled, "which customers ordered the most last year")]
     assert {i.split(".")[1] for i in ids[:2]} == {"customers", "orders"}  # shop's or crm's, both fit
     assert not any(i.startswith("video.") for i in ids[:4])
+
+
+async def test_a_value_reaches_the_table_that_holds_values_of_its_kind(pooled: Call) -> None:
+    # no table is named "french": the language a movie is in is what the question asks about
+    refs = await tables(pooled, "movies in French")
+    language = next(ref for ref in refs if ref["id"] == "cinema.language")
+    assert refs[0]["id"] == "cinema.movie" and refs.index(language) == 1 and "reached" not in language
+
+
+async def test_british_and_american_spellings_meet(pooled: Call) -> None:
+    refs = await tables(pooled, "theaters and their names")
+    assert refs[0]["id"] == "cinema.theatre" and "reached" not in refs[0]
+
+
+async def test_a_view_follows_the_tables_it_restates(pooled: Call) -> None:
+    refs = await tables(pooled, "movie title and language name")
+    ids = [ref["id"] for ref in refs]
+    assert ids[:3] == ["cinema.movie", "cinema.language", "cinema.movie_list"]
+    assert "view" in refs[2]["flags"]
 
 
 async def test_a_link_table_no_word_names_joins_the_two_it_links(pooled: Call) -> None:
