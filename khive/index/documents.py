@@ -56,11 +56,16 @@ def dedupe_edges(edges: Sequence[Edge]) -> list[Edge]:
 
 @dataclass(frozen=True, slots=True)
 class EdgeRule:
-    """An allowed edge: ``relation`` from a document of ``from_kinds`` to one of ``to_kinds``."""
+    """An allowed edge: ``relation`` from a document of ``from_kinds`` to one of ``to_kinds``.
+
+    ``implied``: such an edge usually goes to a later document of the same file without metadata (a table's
+    columns); the index then stores it as the target's link to its source instead of an edge row of its own
+    (ADR 0050). Every edge read answers as if it were a row; any other edge of the relation is a row."""
 
     relation: str
     from_kinds: frozenset[str]
     to_kinds: frozenset[str]
+    implied: bool = False
 
 
 class IndexSource(Protocol):

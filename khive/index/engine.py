@@ -24,7 +24,7 @@ import numpy as np
 import orjson
 
 from khive.gcpause import paused_gc
-from khive.index import links, vectorblob, vectorscan
+from khive.index import edgestore, links, vectorblob, vectorscan
 from khive.index import search as search_mod
 from khive.index.documents import FIELDS, Document, EdgeRule, IndexSource, owns, owns_relative
 from khive.index.embed import CellEmbedder, Embedder
@@ -80,6 +80,9 @@ class RetrievalIndex:
         self.edge_rules = tuple(edge_rules)
         # (from kind, relation) -> the target kinds the rules allow: the per-edge check of an index build
         self._allowed: dict[tuple[str, str], frozenset[str]] = {}
+        # (from kind, relation) whose edges may be kept on their target's row (ADR 0050)
+        self._implied = frozenset((kind, rule.relation) for rule in self.edge_rules if rule.implied
+                                  for kind in rule.from_kinds)
         for rule in self.edge_rules:
             for kind in rule.from_kinds:
                 key = (kind, rule.relation)
@@ -272,11 +275,11 @@ class RetrievalIndex:
         own = set(ids)  # none of them is indexed (checked above): only the other targets are looked up
         kinds = kinds_of(self.db, sorted({edge.target for document in documents for edge in document.edges
                                           if edge.target not in own}))
-        edges = []
+        edges: list[Sequence[tuple[str, str, Any]]] = []
         for document in documents:  # a target is known once inserted, as one by one
             edges.append(self._checked_edges(document, kinds) if document.edges else ())
             kinds[document.id] = document.kind
-        rowids = insert_new_docs(self.db, source_name, relative, documents, edges)
+        rowids = insert_new_docs(self.db, source_name, relative, documents, edges, self._implied)
         self._store_vectors(rowids, documents)
 
     def _store_vectors(self, rowids: Sequence[int], documents: Sequence[Document]) -> None:
@@ -345,27 +348,15 @@ class RetrievalIndex:
               refresh: bool = True) -> list[dict[str, Any]]:
         if refresh:
             self.refresh()
-        column, other = ("source_id", "target_id") if direction == "out" else ("target_id", "source_id")
-        sql = f"SELECT {other}, relation FROM edges WHERE {column} = ?"
-        params: list[Any] = [doc_id]
-        if relation:
-            sql += " AND relation = ?"
-            params.append(relation)
         with self._lock:
-            return [{"id": r[0], "relation": r[1]} for r in self.db.execute(sql + " ORDER BY 2, 1", params)]
+            return edgestore.edges_of(self.db, doc_id, direction, relation)
 
     def incoming(self, doc_ids: Sequence[str], relation: str) -> dict[str, list[str]]:
         """target id -> source ids of ``relation`` edges into any of ``doc_ids`` (one query, no refresh)."""
         if not doc_ids:
             return {}
-        out: dict[str, list[str]] = {}
         with self._lock:
-            rows = self.db.execute(
-                f"SELECT target_id, source_id FROM edges WHERE relation = ? AND target_id IN "
-                f"({', '.join('?' * len(doc_ids))}) ORDER BY source_id", (relation, *doc_ids)).fetchall()
-        for target, source in rows:
-            out.setdefault(str(target), []).append(str(source))
-        return out
+            return edgestore.incoming(self.db, doc_ids, relation)
 
     def existing(self, doc_ids: Sequence[str]) -> set[str]:
         """Which of ``doc_ids`` are in the index (one query, no refresh)."""
@@ -381,43 +372,23 @@ class RetrievalIndex:
         """doc id -> sorted (relation, other id) for the edges of many documents (one query, no refresh)."""
         if not doc_ids:
             return {}
-        column, other = ("source_id", "target_id") if direction == "out" else ("target_id", "source_id")
-        sql = f"SELECT {column}, relation, {other} FROM edges WHERE {column} IN ({', '.join('?' * len(doc_ids))})"
-        params: list[Any] = list(doc_ids)
-        if relations:
-            sql += f" AND relation IN ({', '.join('?' * len(relations))})"
-            params.extend(relations)
-        out: dict[str, list[tuple[str, str]]] = {}
         with self._lock:
-            for owner, relation, target in self.db.execute(sql + " ORDER BY 1, 2, 3", params):
-                out.setdefault(str(owner), []).append((str(relation), str(target)))
-        return out
+            return edgestore.edge_map(self.db, doc_ids, direction, relations)
 
     def edge_rows(self, doc_ids: Sequence[str], *, direction: str = "out"
                   ) -> dict[str, list[tuple[str, str, dict[str, Any]]]]:
         """doc id -> sorted (relation, other id, edge metadata) of many documents (one query, no refresh)."""
         if not doc_ids:
             return {}
-        column, other = ("source_id", "target_id") if direction == "out" else ("target_id", "source_id")
-        out: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}
         with self._lock:
-            rows = self.db.execute(f"SELECT {column}, relation, {other}, metadata FROM edges WHERE {column} IN "
-                                   f"({', '.join('?' * len(doc_ids))}) ORDER BY 1, 2, 3", tuple(doc_ids)).fetchall()
-        for owner, relation, target, meta in rows:
-            out.setdefault(str(owner), []).append(
-                (str(relation), str(target), orjson.loads(meta) if meta and meta != "{}" else {}))
-        return out
+            return edgestore.edge_rows_of(self.db, doc_ids, direction)
 
     def degrees(self, doc_ids: Sequence[str], *, relations: Sequence[str]) -> dict[str, int]:
         """doc id -> number of incoming ``relations`` edges (one query, no refresh): how much of a hub it is."""
         if not doc_ids or not relations:
             return {}
         with self._lock:
-            rows = self.db.execute(
-                f"SELECT target_id, count(*) FROM edges WHERE target_id IN ({', '.join('?' * len(doc_ids))}) "
-                f"AND relation IN ({', '.join('?' * len(relations))}) GROUP BY target_id",
-                (*doc_ids, *relations)).fetchall()
-        return {str(r[0]): int(r[1]) for r in rows}
+            return edgestore.degrees(self.db, doc_ids, relations)
 
     def fields(self, doc_ids: Sequence[str]) -> dict[str, dict[str, str]]:
         """doc id -> its FTS field texts (name, title, summary, tags, body, extra), for these documents only."""
@@ -443,9 +414,7 @@ class RetrievalIndex:
     def relation_pairs(self, relation: str) -> list[tuple[str, str, dict[str, Any]]]:
         """Every (source id, target id, edge metadata) edge of ``relation`` (one query, no refresh)."""
         with self._lock:
-            rows = self.db.execute("SELECT source_id, target_id, metadata FROM edges WHERE relation = ?",
-                                   (relation,)).fetchall()
-        return [(str(r[0]), str(r[1]), orjson.loads(r[2]) if r[2] and r[2] != "{}" else {}) for r in rows]
+            return edgestore.relation_pairs(self.db, relation)
 
     def covered_terms(self, terms: Sequence[str], *, kinds: Sequence[str] | None = None,
                       connection: str | None = None) -> set[str]:

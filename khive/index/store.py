@@ -15,15 +15,16 @@ from typing import Any
 
 import orjson
 
+from khive.index import edgestore
 from khive.index.documents import FIELDS, Document
 from khive.sqlite_util import open_wal
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"  # 3: implied edges as docs.up/via (ADR 0050)
 
 # Lookups only, no constraint: a build from an empty index drops them and creates them again at its end, one
 # sort each instead of a b-tree insert per row (ADR 0048).
 SECONDARY_INDEXES = {"docs_item": "docs (source, path)", "docs_kind": "docs (kind)",
-                     "edges_target": "edges (target_id, relation)"}
+                     "docs_up": "docs (up) WHERE up IS NOT NULL", "edges_target": "edges (target_id, relation)"}
 
 _CREATE_SECONDARY = "\n".join(f"CREATE INDEX IF NOT EXISTS {name} ON {on};" for name, on in SECONDARY_INDEXES.items())
 
@@ -36,7 +37,8 @@ CREATE TABLE IF NOT EXISTS items (
 );
 CREATE TABLE IF NOT EXISTS docs (
     rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, connection TEXT,
-    title TEXT NOT NULL, source TEXT NOT NULL, path TEXT NOT NULL, metadata TEXT NOT NULL
+    title TEXT NOT NULL, source TEXT NOT NULL, path TEXT NOT NULL, metadata TEXT NOT NULL,
+    up INTEGER, via TEXT  -- an implied edge (ADR 0050): the rowid of its source and its relation
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5 (
     {", ".join(FIELDS)}, scope, tokenize = 'porter unicode61'
@@ -124,6 +126,7 @@ def insert_doc(db: sqlite3.Connection, source: str, path: str, doc: Document,
     # A document id owned by another file (a duplicate key) is replaced: the newest file wins.
     old = db.execute("SELECT rowid FROM docs WHERE id = ?", (doc.id,)).fetchone()
     if old is not None:
+        edgestore.keep_implied_edges(db, old[0])
         db.execute("DELETE FROM docs_fts WHERE rowid = ?", (old[0],))
         db.execute("DELETE FROM vectors WHERE doc_rowid = ?", (old[0],))
         db.execute("DELETE FROM edges WHERE source_id = ?", (doc.id,))
@@ -131,26 +134,31 @@ def insert_doc(db: sqlite3.Connection, source: str, path: str, doc: Document,
     cursor = db.execute(_INSERT_DOC, _doc_row(None, source, path, doc))
     rowid = int(cursor.lastrowid or 0)
     db.execute(_INSERT_FTS, _fts_row(rowid, doc))
-    db.executemany(_INSERT_EDGE, _edge_rows(doc.id, edges))
+    db.executemany(_INSERT_EDGE, edgestore.edge_rows(doc.id, edges))
     return rowid
 
 
 def insert_new_docs(db: sqlite3.Connection, source: str, path: str, docs: Sequence[Document],
-                    edges: Sequence[Iterable[tuple[str, str, Any]]]) -> list[int]:
+                    edges: Sequence[Sequence[tuple[str, str, Any]]],
+                    implied: frozenset[tuple[str, str]] = frozenset()) -> list[int]:
     """Insert documents whose ids are in neither the index nor twice in ``docs``, one statement per table.
 
     The rowids are the ones ``insert_doc`` one by one would get (SQLite gives a new row max(rowid) + 1).
+    An edge whose (source kind, relation) is in ``implied`` is kept as its target's ``up``/``via`` when
+    ``edgestore.Implied`` can (ADR 0050).
     """
     first = int(db.execute("SELECT coalesce(max(rowid), 0) FROM docs").fetchone()[0]) + 1
     rowids = list(range(first, first + len(docs)))
     doc_values: list[tuple[Any, ...]] = []
     fts_values: list[tuple[Any, ...]] = []
-    edge_values: list[tuple[str, str, str, str]] = []
+    links = edgestore.Implied(implied)
     for rowid, doc, doc_edges in zip(rowids, docs, edges, strict=True):  # one pass builds the three tables' rows
-        doc_values.append(_doc_row(rowid, source, path, doc))
+        up, via = links.claim(doc.id)
+        doc_values.append(_doc_row(rowid, source, path, doc, up, via))
         fts_values.append(_fts_row(rowid, doc))
         if doc_edges:
-            edge_values.extend(_edge_rows(doc.id, doc_edges))
+            links.add(rowid, doc, doc_edges)
+    edge_values = links.rows()
     db.executemany(_INSERT_DOC, doc_values)
     db.executemany(_INSERT_FTS, fts_values)
     db.executemany(_INSERT_EDGE, edge_values)
@@ -178,17 +186,19 @@ def kinds_of(db: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str]:
 
 
 _CHUNK = 500
-_INSERT_DOC = ("INSERT INTO docs (rowid, id, kind, connection, title, source, path, metadata) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+_INSERT_DOC = ("INSERT INTO docs (rowid, id, kind, connection, title, source, path, metadata, up, via) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _INSERT_FTS = (f"INSERT INTO docs_fts (rowid, {', '.join(FIELDS)}, scope) "
                f"VALUES (?, {', '.join('?' * len(FIELDS))}, ?)")
 _INSERT_EDGE = "INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?)"
 _FIELD_TEXTS = itemgetter(*FIELDS)
 
 
-def _doc_row(rowid: int | None, source: str, path: str, doc: Document) -> tuple[Any, ...]:
+def _doc_row(rowid: int | None, source: str, path: str, doc: Document, up: int | None = None,
+             via: str | None = None) -> tuple[Any, ...]:
     metadata = doc.metadata if type(doc.metadata) is dict else dict(doc.metadata)
-    return (rowid, doc.id, doc.kind, doc.connection, doc.title, source, path, orjson.dumps(metadata).decode())
+    return (rowid, doc.id, doc.kind, doc.connection, doc.title, source, path, orjson.dumps(metadata).decode(), up,
+            via)
 
 
 def _fts_row(rowid: int, doc: Document) -> tuple[Any, ...]:
@@ -199,9 +209,6 @@ def _fts_row(rowid: int, doc: Document) -> tuple[Any, ...]:
     return (rowid, *texts, scope_tokens(doc.kind, doc.connection))
 
 
-def _edge_rows(doc_id: str, edges: Iterable[tuple[str, str, Any]]) -> list[tuple[str, str, str, str]]:
-    return [(doc_id, relation, target, orjson.dumps(meta).decode() if meta else "{}")
-            for relation, target, meta in edges]
 
 
 def doc_rows(db: sqlite3.Connection, where: str = "", params: Sequence[Any] = ()) -> list[dict[str, Any]]:

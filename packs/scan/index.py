@@ -23,7 +23,7 @@ from packs.scan.shardread import RunShards, ShardReader, run_shards
 TABLE, COLUMN = "table", "column"
 EDGE_RULES = (
     EdgeRule("fk", frozenset({TABLE}), frozenset({TABLE})),
-    EdgeRule("contains", frozenset({TABLE}), frozenset({COLUMN})),
+    EdgeRule("contains", frozenset({TABLE}), frozenset({COLUMN}), implied=True),  # its columns follow it
 )
 def table_id(connection: str, db: str, name: str) -> str:
     return f"table:{connection}:{db}.{name}"
