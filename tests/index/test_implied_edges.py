@@ -25,7 +25,7 @@ def catalog_docs(path: str, text: str) -> Sequence[Document]:
     docs = []
     for line in text.splitlines():
         kind, doc_id, *links = line.split()
-        edges = []
+        edges: list[Edge] = []
         for link in links:
             relation, _, targets = link.partition(":")
             meta = {"note": "kept"} if relation.endswith("+") else {}
