@@ -35,6 +35,67 @@ class Document:
     embed_text: str | None = None  # what the vector lane sees; default: title, summary and body
 
 
+@dataclass(frozen=True, slots=True)
+class DocumentBatch:
+    """Many documents of one kind and connection without edges of their own, as columns of values (a table's
+    columns): what a source hands over instead of a ``Document`` each when it has thousands alike. The index
+    stores them exactly as the ``documents()`` they stand for, in order (ADR 0050)."""
+
+    kind: str
+    connection: str | None
+    ids: Sequence[str]
+    titles: Sequence[str]
+    fields: Mapping[str, Sequence[str]]  # keys from FIELDS, one text per document each
+    metadata: Sequence[Mapping[str, Any]]
+    embed_texts: Sequence[str] | None = None  # as Document.embed_text, for every document or none
+
+    def __post_init__(self) -> None:
+        sizes = {len(self.titles), len(self.metadata), *(len(texts) for texts in self.fields.values()),
+                 *([len(self.embed_texts)] if self.embed_texts is not None else [])}
+        if sizes - {len(self.ids)}:
+            raise ValueError(f"a batch of {len(self.ids)} ids needs as many titles, metadata, field texts and "
+                             f"embed texts (got lengths {sorted(sizes)})")
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def field_texts(self, name: str) -> Sequence[str]:
+        return self.fields.get(name) or [""] * len(self.ids)
+
+    def documents(self) -> list[Document]:
+        texts = self.embed_texts if self.embed_texts is not None else [None] * len(self.ids)
+        return [Document(id=doc_id, kind=self.kind, title=title, connection=self.connection, metadata=meta,
+                         fields={name: texts_of[n] for name, texts_of in self.fields.items()}, embed_text=text)
+                for n, (doc_id, title, meta, text) in enumerate(zip(self.ids, self.titles, self.metadata, texts,
+                                                                     strict=True))]
+
+
+Item = Document | DocumentBatch  # what a source's ``documents()`` gives: one document or many alike
+
+
+def embed_texts(item: Item) -> Sequence[str]:
+    """What the vector lane sees of each document of ``item``: its embed text, else title, summary and body."""
+    if isinstance(item, Document):
+        return [item.embed_text or " ".join(part for part in (item.title, item.fields.get("summary", ""),
+                                                              item.fields.get("body", "")) if part)]
+    given = item.embed_texts if item.embed_texts is not None else [""] * len(item)
+    if all(given):
+        return given
+    return [text or " ".join(part for part in parts if part) for text, parts in zip(
+        given, zip(item.titles, item.field_texts("summary"), item.field_texts("body"), strict=True), strict=True)]
+
+
+def expand(items: Sequence[Item]) -> list[Document]:
+    """Every document of ``items``, in order."""
+    out: list[Document] = []
+    for item in items:
+        if isinstance(item, DocumentBatch):
+            out.extend(item.documents())
+        else:
+            out.append(item)
+    return out
+
+
 @lru_cache(maxsize=65536)  # column names repeat across tables; the split is pure
 def words(name: str) -> str:
     """The words an identifier stands for (``khive.index.morph``): ``customerId`` -> ``customer id``,
@@ -92,8 +153,9 @@ class IndexSource(Protocol):
     @property
     def version(self) -> str: ...
 
-    def documents(self, path: str, text: str) -> Sequence[Document]:
-        """Documents for one file (project-relative ``path``); raise ValueError for a bad file."""
+    def documents(self, path: str, text: str) -> Sequence[Item]:
+        """Documents (or batches of them) for one file (project-relative ``path``); raise ValueError for a bad
+        file."""
         ...
 
 
@@ -104,11 +166,11 @@ class FileSource:
     name: str
     roots: tuple[str, ...]
     suffixes: tuple[str, ...]
-    parse: Any  # Callable[[str, str], Sequence[Document]]
+    parse: Any  # Callable[[str, str], Sequence[Item]]
     version: str = "1"
 
-    def documents(self, path: str, text: str) -> Sequence[Document]:
-        result: Sequence[Document] = self.parse(path, text)
+    def documents(self, path: str, text: str) -> Sequence[Item]:
+        result: Sequence[Item] = self.parse(path, text)
         return result
 
 

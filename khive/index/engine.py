@@ -26,7 +26,18 @@ import orjson
 from khive.gcpause import paused_gc
 from khive.index import edgestore, links, vectorblob, vectorscan
 from khive.index import search as search_mod
-from khive.index.documents import FIELDS, Document, EdgeRule, IndexSource, owns, owns_relative
+from khive.index.documents import (
+    FIELDS,
+    Document,
+    DocumentBatch,
+    EdgeRule,
+    IndexSource,
+    Item,
+    embed_texts,
+    expand,
+    owns,
+    owns_relative,
+)
 from khive.index.embed import CellEmbedder, Embedder
 from khive.index.scanstat import stat_walk_paths
 from khive.index.store import (
@@ -264,30 +275,32 @@ class RetrievalIndex:
         self.db.execute("DELETE FROM items WHERE source = ? AND path = ?", (source_name, relative))
         report.removed += 1
 
-    def _insert(self, source_name: str, relative: str, documents: Sequence[Document]) -> None:
+    def _insert(self, source_name: str, relative: str, items: Sequence[Item]) -> None:
         """One file's documents: checked, then written a table at a time (one by one only when an id clashes)."""
-        ids = [document.id for document in documents]
+        ids = [doc_id for item in items for doc_id in (item.ids if isinstance(item, DocumentBatch) else (item.id,))]
         if len(set(ids)) < len(ids) or existing_ids(self.db, ids):
-            for document in documents:  # the newest wins, in file order, as insert_doc replaces
+            for document in expand(items):  # the newest wins, in file order, as insert_doc replaces
                 rowid = insert_doc(self.db, source_name, relative, document, self._checked_edges(document))
                 self._store_vectors([rowid], [document])
             return
         own = set(ids)  # none of them is indexed (checked above): only the other targets are looked up
-        kinds = kinds_of(self.db, sorted({edge.target for document in documents for edge in document.edges
-                                          if edge.target not in own}))
+        kinds = kinds_of(self.db, sorted({edge.target for item in items if isinstance(item, Document)
+                                          for edge in item.edges if edge.target not in own}))
         edges: list[Sequence[tuple[str, str, Any]]] = []
-        for document in documents:  # a target is known once inserted, as one by one
-            edges.append(self._checked_edges(document, kinds) if document.edges else ())
-            kinds[document.id] = document.kind
-        rowids = insert_new_docs(self.db, source_name, relative, documents, edges, self._implied)
-        self._store_vectors(rowids, documents)
+        for item in items:  # a target is known once inserted, as one by one
+            if isinstance(item, DocumentBatch):  # no edges of its own
+                edges.append(())
+                kinds.update(dict.fromkeys(item.ids, item.kind))
+                continue
+            edges.append(self._checked_edges(item, kinds) if item.edges else ())
+            kinds[item.id] = item.kind
+        rowids = insert_new_docs(self.db, source_name, relative, items, edges, self._implied)
+        self._store_vectors(rowids, items)
 
-    def _store_vectors(self, rowids: Sequence[int], documents: Sequence[Document]) -> None:
-        if self.embedder is None or not documents:
+    def _store_vectors(self, rowids: Sequence[int], items: Sequence[Item]) -> None:
+        if self.embedder is None or not items:
             return
-        texts = [document.embed_text or " ".join(
-            part for part in (document.title, document.fields.get("summary", ""), document.fields.get("body", ""))
-            if part) for document in documents]
+        texts = [text for item in items for text in embed_texts(item)]
         stored = vectorblob.cell_blobs(self.embedder.cells(texts)) if isinstance(self.embedder, CellEmbedder) \
             else vectorblob.blobs(self.embedder.embed(texts).astype(np.float32, copy=False))
         name = self.embedder.name

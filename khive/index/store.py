@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import orjson
 
 from khive.index import edgestore
-from khive.index.documents import FIELDS, Document
+from khive.index.documents import FIELDS, Document, DocumentBatch, Item
 from khive.sqlite_util import open_wal
 
 SCHEMA_VERSION = "3"  # 3: implied edges as docs.up/via (ADR 0050)
@@ -138,31 +139,42 @@ def insert_doc(db: sqlite3.Connection, source: str, path: str, doc: Document,
     return rowid
 
 
-def insert_new_docs(db: sqlite3.Connection, source: str, path: str, docs: Sequence[Document],
+def insert_new_docs(db: sqlite3.Connection, source: str, path: str, items: Sequence[Item],
                     edges: Sequence[Sequence[tuple[str, str, Any]]],
                     implied: frozenset[tuple[str, str]] = frozenset()) -> list[int]:
-    """Insert documents whose ids are in neither the index nor twice in ``docs``, one statement per table.
+    """Insert documents whose ids are in neither the index nor twice in ``items``, one statement per table;
+    the rowids of every document, in order.
 
     The rowids are the ones ``insert_doc`` one by one would get (SQLite gives a new row max(rowid) + 1).
     An edge whose (source kind, relation) is in ``implied`` is kept as its target's ``up``/``via`` when
-    ``edgestore.Implied`` can (ADR 0050).
+    ``edgestore.Implied`` can (ADR 0050). A batch's rows are made column by column, as its documents' would be.
     """
-    first = int(db.execute("SELECT coalesce(max(rowid), 0) FROM docs").fetchone()[0]) + 1
-    rowids = list(range(first, first + len(docs)))
+    rowid = int(db.execute("SELECT coalesce(max(rowid), 0) FROM docs").fetchone()[0]) + 1
+    first = rowid
     doc_values: list[tuple[Any, ...]] = []
     fts_values: list[tuple[Any, ...]] = []
     links = edgestore.Implied(implied)
-    for rowid, doc, doc_edges in zip(rowids, docs, edges, strict=True):  # one pass builds the three tables' rows
-        up, via = links.claim(doc.id)
-        doc_values.append(_doc_row(rowid, source, path, doc, up, via))
-        fts_values.append(_fts_row(rowid, doc))
-        if doc_edges:
-            links.add(rowid, doc, doc_edges)
-    edge_values = links.rows()
+    for item, item_edges in zip(items, edges, strict=True):  # one pass builds the three tables' rows
+        if isinstance(item, DocumentBatch):
+            rowids = range(rowid, rowid + len(item))
+            ups, vias = zip(*map(links.claim, item.ids), strict=True) if len(item) else ((), ())
+            metadata = [orjson.dumps(meta if type(meta) is dict else dict(meta)).decode() for meta in item.metadata]
+            doc_values.extend(zip(rowids, item.ids, repeat(item.kind), repeat(item.connection), item.titles,
+                                  repeat(source), repeat(path), metadata, ups, vias))
+            fts_values.extend(zip(rowids, *map(item.field_texts, FIELDS),
+                                  repeat(scope_tokens(item.kind, item.connection))))
+            rowid += len(item)
+            continue
+        up, via = links.claim(item.id)
+        doc_values.append(_doc_row(rowid, source, path, item, up, via))
+        fts_values.append(_fts_row(rowid, item))
+        if item_edges:
+            links.add(rowid, item, item_edges)
+        rowid += 1
     db.executemany(_INSERT_DOC, doc_values)
     db.executemany(_INSERT_FTS, fts_values)
-    db.executemany(_INSERT_EDGE, edge_values)
-    return rowids
+    db.executemany(_INSERT_EDGE, links.rows())
+    return list(range(first, rowid))
 
 
 def existing_ids(db: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
