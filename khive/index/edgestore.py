@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from khive.index import leanrows
 from khive.index.documents import Document
 
 # Every edge, implied ones as if rows: (source_id, relation, target_id, metadata). The implied half is read
@@ -33,13 +34,17 @@ class Implied:
 
     An edge of an implied (source kind, relation) without metadata claims its target when the target has not
     been seen yet in the batch and no other edge claimed it; the target's row takes the claim when it comes.
-    A claim whose target never comes, or that a second copy of the same edge meets, is an edge row again."""
+    A claim whose target never comes, or that a second copy of the same edge meets, is an edge row again.
+    A claimed row is a child: it keeps its file in its parent's row and may keep only the end of its metadata
+    text (``lean``, khive.index.leanrows); so that one lookup finds them, a child claims no children."""
 
     def __init__(self, implied: frozenset[tuple[str, str]]):
         self._implied = implied
         self._seen: set[str] = set()
         self._pending: dict[str, tuple[int, str, str]] = {}  # target -> (source rowid, source id, relation)
         self._rows: list[tuple[str, str, str, str]] = []
+        self._parents: dict[int, str] = {}  # rowid -> metadata text of a row that claimed a child
+        self._leads: dict[int, str] = {}  # rowid -> the start of its metadata text its children share
 
     def claim(self, doc_id: str) -> tuple[int | None, str | None]:
         """(up, via) for the row of ``doc_id``, about to be inserted."""
@@ -47,19 +52,31 @@ class Implied:
         claimed = self._pending.pop(doc_id, None)
         return (claimed[0], claimed[2]) if claimed else (None, None)
 
-    def add(self, rowid: int, doc: Document, edges: Sequence[tuple[str, str, Any]]) -> None:
-        implied = self._implied
+    def add(self, rowid: int, doc: Document, edges: Sequence[tuple[str, str, Any]], metadata: str,
+            child: bool) -> None:
+        """The edges of ``doc`` (row ``rowid``, metadata text ``metadata``; ``child``: it was claimed)."""
+        implied = frozenset[tuple[str, str]]() if child else self._implied
         pending = self._pending
         for relation, target, meta in edges:
             held = pending.get(target)
             if held is None:
                 if not meta and (doc.kind, relation) in implied and target not in self._seen:
                     pending[target] = (rowid, doc.id, relation)
+                    self._parents[rowid] = metadata
                     continue
             elif held[0] == rowid and held[2] == relation:  # the same edge again: rows, replaced as before
                 del pending[target]
                 self._rows.append((doc.id, relation, target, "{}"))
             self._rows.append((doc.id, relation, target, orjson.dumps(meta).decode() if meta else "{}"))
+
+    def lean(self, up: int, metadata: str) -> tuple[str, int | None]:
+        """(the metadata text to store, how many characters of its parent's text come before it) of a child."""
+        lead = self._leads.get(up)
+        if lead is None:  # the first child decides how much of the parent's text its siblings share
+            lead = self._leads[up] = leanrows.shared_start(self._parents[up], metadata)
+        if lead and metadata.startswith(lead):
+            return metadata[len(lead):], len(lead)
+        return metadata, None
 
     def rows(self) -> list[tuple[str, str, str, str]]:
         """The edge rows of the batch: every edge not implied, then the claims no target took."""
@@ -69,9 +86,11 @@ class Implied:
 
 def keep_implied_edges(db: sqlite3.Connection, rowid: int) -> None:
     """Before the row ``rowid`` is replaced by another file's document of the same id: an implied edge into
-    it becomes a row (an edge outlives its target, as rows do); implied edges out of it end with it."""
+    it becomes a row (an edge outlives its target, as rows do); implied edges out of it end with it, and its
+    children take back what they kept in it (their file, the start of their metadata)."""
     db.execute(f"INSERT OR REPLACE INTO edges {_IMPLIED} WHERE c.rowid = ?", (rowid,))
-    db.execute("UPDATE docs SET up = NULL, via = NULL WHERE up = ?", (rowid,))
+    db.execute(f"UPDATE docs AS d SET source = {leanrows.SOURCE}, path = {leanrows.PATH}, "
+               f"metadata = {leanrows.METADATA}, lead = NULL, up = NULL, via = NULL WHERE up = ?", (rowid,))
 
 
 def _marks(values: Sequence[Any]) -> str:

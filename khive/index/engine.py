@@ -24,7 +24,7 @@ import numpy as np
 import orjson
 
 from khive.gcpause import paused_gc
-from khive.index import edgestore, links, vectorblob, vectorscan
+from khive.index import edgestore, leanrows, links, vectorblob, vectorscan
 from khive.index import search as search_mod
 from khive.index.documents import (
     FIELDS,
@@ -419,10 +419,10 @@ class RetrievalIndex:
         for key in keys:
             if not _META_KEY.match(key):
                 raise ValueError(f"metadata key {key!r} must be a plain name")
-        picked = "".join(f", json_extract(metadata, '$.{key}')" for key in keys)
+        picked = "".join(f", json_extract({leanrows.METADATA}, '$.{key}')" for key in keys)
         with self._lock:
-            return self.db.execute(f"SELECT id, connection, title{picked} FROM docs WHERE kind IN "
-                                   f"({', '.join('?' * len(kinds))}) ORDER BY rowid", tuple(kinds)).fetchall()
+            return self.db.execute(f"SELECT d.id, d.connection, d.title{picked} FROM docs AS d WHERE d.kind IN "
+                                   f"({', '.join('?' * len(kinds))}) ORDER BY d.rowid", tuple(kinds)).fetchall()
 
     def relation_pairs(self, relation: str) -> list[tuple[str, str, dict[str, Any]]]:
         """Every (source id, target id, edge metadata) edge of ``relation`` (one query, no refresh)."""
@@ -462,15 +462,16 @@ class RetrievalIndex:
         sources = sorted(self.sources)
         if not sources:
             return []
-        with self._lock:  # source first: the (source, path) index answers it
-            rows = doc_rows(self.db, f"source IN ({', '.join('?' * len(sources))}) AND path = ?", (*sources, path))
+        with self._lock:  # the file's own rows by the (source, path) index, then their children (leanrows)
+            rows = [row for source in sources for where in (leanrows.OF_FILE, leanrows.CHILD_OF_FILE)
+                    for row in doc_rows(self.db, where, (source, path))]
         return sorted(rows, key=lambda row: str(row["id"]))
 
     def rows_with_alias(self, alias: str) -> list[dict[str, Any]]:
         """Rows whose metadata declares ``alias`` in its ``aliases`` list, compared case-insensitively (no refresh)."""
         with self._lock:
-            rows = doc_rows(self.db, "metadata LIKE '%\"aliases\"%' AND EXISTS (SELECT 1 FROM "
-                                     "json_each(docs.metadata, '$.aliases') a WHERE lower(a.value) = lower(?))",
+            rows = doc_rows(self.db, f"{leanrows.METADATA} LIKE '%\"aliases\"%' AND EXISTS (SELECT 1 FROM "
+                                     f"json_each({leanrows.METADATA}, '$.aliases') a WHERE lower(a.value) = lower(?))",
                             (alias,))
         return sorted(rows, key=lambda row: str(row["id"]))
 

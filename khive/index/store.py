@@ -7,7 +7,7 @@ a rebuild.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from itertools import repeat
 from operator import itemgetter
@@ -16,15 +16,15 @@ from typing import Any
 
 import orjson
 
-from khive.index import edgestore
+from khive.index import edgestore, leanrows
 from khive.index.documents import FIELDS, Document, DocumentBatch, Item
 from khive.sqlite_util import open_wal
 
-SCHEMA_VERSION = "3"  # 3: implied edges as docs.up/via (ADR 0050)
+SCHEMA_VERSION = "3"  # 3: implied edges as docs.up/via, lean child rows (ADR 0050)
 
 # Lookups only, no constraint: a build from an empty index drops them and creates them again at its end, one
 # sort each instead of a b-tree insert per row (ADR 0048).
-SECONDARY_INDEXES = {"docs_item": "docs (source, path)", "docs_kind": "docs (kind)",
+SECONDARY_INDEXES = {"docs_item": "docs (source, path) WHERE up IS NULL", "docs_kind": "docs (kind)",
                      "docs_up": "docs (up) WHERE up IS NOT NULL", "edges_target": "edges (target_id, relation)"}
 
 _CREATE_SECONDARY = "\n".join(f"CREATE INDEX IF NOT EXISTS {name} ON {on};" for name, on in SECONDARY_INDEXES.items())
@@ -39,7 +39,8 @@ CREATE TABLE IF NOT EXISTS items (
 CREATE TABLE IF NOT EXISTS docs (
     rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, connection TEXT,
     title TEXT NOT NULL, source TEXT NOT NULL, path TEXT NOT NULL, metadata TEXT NOT NULL,
-    up INTEGER, via TEXT  -- an implied edge (ADR 0050): the rowid of its source and its relation
+    up INTEGER, via TEXT,  -- an implied edge (ADR 0050): the rowid of its source and its relation
+    lead INTEGER  -- a child row's metadata text starts with this many characters of its parent's (leanrows)
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5 (
     {", ".join(FIELDS)}, scope, tokenize = 'porter unicode61'
@@ -114,12 +115,13 @@ def create_secondary_indexes(db: sqlite3.Connection) -> None:
 
 
 def delete_item_docs(db: sqlite3.Connection, source: str, path: str) -> None:
-    rows = db.execute("SELECT rowid, id FROM docs WHERE source = ? AND path = ?", (source, path)).fetchall()
+    rows = db.execute(f"SELECT rowid, id FROM docs AS d WHERE {leanrows.OF_FILE} UNION ALL "
+                      f"SELECT rowid, id FROM docs AS d WHERE {leanrows.CHILD_OF_FILE}", (source, path) * 2).fetchall()
     for rowid, doc_id in rows:
         db.execute("DELETE FROM docs_fts WHERE rowid = ?", (rowid,))
         db.execute("DELETE FROM vectors WHERE doc_rowid = ?", (rowid,))
         db.execute("DELETE FROM edges WHERE source_id = ?", (doc_id,))
-    db.execute("DELETE FROM docs WHERE source = ? AND path = ?", (source, path))
+        db.execute("DELETE FROM docs WHERE rowid = ?", (rowid,))
 
 
 def insert_doc(db: sqlite3.Connection, source: str, path: str, doc: Document,
@@ -157,19 +159,20 @@ def insert_new_docs(db: sqlite3.Connection, source: str, path: str, items: Seque
     for item, item_edges in zip(items, edges, strict=True):  # one pass builds the three tables' rows
         if isinstance(item, DocumentBatch):
             rowids = range(rowid, rowid + len(item))
-            ups, vias = zip(*map(links.claim, item.ids), strict=True) if len(item) else ((), ())
             metadata = [orjson.dumps(meta if type(meta) is dict else dict(meta)).decode() for meta in item.metadata]
-            doc_values.extend(zip(rowids, item.ids, repeat(item.kind), repeat(item.connection), item.titles,
-                                  repeat(source), repeat(path), metadata, ups, vias))
+            doc_values.extend(_batch_rows(links, rowids, source, path, item, metadata))
             fts_values.extend(zip(rowids, *map(item.field_texts, FIELDS),
                                   repeat(scope_tokens(item.kind, item.connection))))
             rowid += len(item)
             continue
         up, via = links.claim(item.id)
-        doc_values.append(_doc_row(rowid, source, path, item, up, via))
+        row = _doc_row(rowid, source, path, item)
+        if up is not None:
+            row = _child_row(links, row, up, via)
+        doc_values.append(row)
         fts_values.append(_fts_row(rowid, item))
         if item_edges:
-            links.add(rowid, item, item_edges)
+            links.add(rowid, item, item_edges, row[7], up is not None)
         rowid += 1
     db.executemany(_INSERT_DOC, doc_values)
     db.executemany(_INSERT_FTS, fts_values)
@@ -198,19 +201,36 @@ def kinds_of(db: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str]:
 
 
 _CHUNK = 500
-_INSERT_DOC = ("INSERT INTO docs (rowid, id, kind, connection, title, source, path, metadata, up, via) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_INSERT_DOC = ("INSERT INTO docs (rowid, id, kind, connection, title, source, path, metadata, up, via, lead) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _INSERT_FTS = (f"INSERT INTO docs_fts (rowid, {', '.join(FIELDS)}, scope) "
                f"VALUES (?, {', '.join('?' * len(FIELDS))}, ?)")
 _INSERT_EDGE = "INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?)"
 _FIELD_TEXTS = itemgetter(*FIELDS)
 
 
-def _doc_row(rowid: int | None, source: str, path: str, doc: Document, up: int | None = None,
-             via: str | None = None) -> tuple[Any, ...]:
+def _doc_row(rowid: int | None, source: str, path: str, doc: Document) -> tuple[Any, ...]:
     metadata = doc.metadata if type(doc.metadata) is dict else dict(doc.metadata)
-    return (rowid, doc.id, doc.kind, doc.connection, doc.title, source, path, orjson.dumps(metadata).decode(), up,
-            via)
+    return (rowid, doc.id, doc.kind, doc.connection, doc.title, source, path, orjson.dumps(metadata).decode(), None,
+            None, None)
+
+
+def _child_row(links: edgestore.Implied, row: tuple[Any, ...], up: int, via: str | None) -> tuple[Any, ...]:
+    """A claimed document's row: its file in its parent's row, its metadata text lean (leanrows)."""
+    metadata, lead = links.lean(up, row[7])
+    return (*row[:5], "", "", metadata, up, via, lead)
+
+
+def _batch_rows(links: edgestore.Implied, rowids: range, source: str, path: str, batch: DocumentBatch,
+                metadata: list[str]) -> Iterator[tuple[Any, ...]]:
+    kind, connection = batch.kind, batch.connection
+    for rowid, doc_id, title, text in zip(rowids, batch.ids, batch.titles, metadata, strict=True):
+        up, via = links.claim(doc_id)
+        if up is None:
+            yield (rowid, doc_id, kind, connection, title, source, path, text, None, None, None)
+        else:
+            lean, lead = links.lean(up, text)
+            yield (rowid, doc_id, kind, connection, title, "", "", lean, up, via, lead)
 
 
 def _fts_row(rowid: int, doc: Document) -> tuple[Any, ...]:
@@ -224,7 +244,9 @@ def _fts_row(rowid: int, doc: Document) -> tuple[Any, ...]:
 
 
 def doc_rows(db: sqlite3.Connection, where: str = "", params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-    sql = "SELECT rowid, id, kind, connection, title, source, path, metadata FROM docs"
+    """The rows (a child's with its file and whole metadata, leanrows) of ``docs AS d`` matching ``where``."""
+    sql = f"SELECT d.rowid, d.id, d.kind, d.connection, d.title, {leanrows.SOURCE}, {leanrows.PATH}, " \
+          f"{leanrows.METADATA} FROM docs AS d"
     if where:
         sql += " WHERE " + where
     return [

@@ -21,16 +21,20 @@ from khive.index.store import SCHEMA_VERSION
 
 
 def catalog_docs(path: str, text: str) -> Sequence[Document]:
-    """One document per line: ``table t1 contains:c1,c2 fk:t2`` or ``column c1`` (``contains+`` adds metadata)."""
+    """One document per line: ``table t1 contains:c1,c2 fk:t2`` or ``column c1`` (``contains+`` adds metadata).
+    Every document's metadata starts alike (a child row keeps that start in its parent's row)."""
     docs = []
-    for line in text.splitlines():
+    for n, line in enumerate(text.splitlines()):
         kind, doc_id, *links = line.split()
         edges: list[Edge] = []
         for link in links:
             relation, _, targets = link.partition(":")
             meta = {"note": "kept"} if relation.endswith("+") else {}
             edges.extend(Edge(relation.rstrip("+"), target, meta) for target in targets.split(","))
-        docs.append(Document(id=doc_id, kind=kind, title=doc_id, fields={"name": doc_id}, edges=edges))
+        metadata = {"connectionId": "warehouse", "file": path, "aliases": [f"{doc_id}-alias"] if n % 3 else [],
+                    kind: n, "comment": None, "note": "a, b" if n % 2 else None}
+        docs.append(Document(id=doc_id, kind=kind, title=doc_id, fields={"name": doc_id}, edges=edges,
+                             metadata=metadata, connection="warehouse" if n % 4 else None))
     return docs
 
 
@@ -74,6 +78,13 @@ def answers(index: RetrievalIndex) -> dict[str, Any]:
         "degrees": index.degrees(ids, relations=["contains", "fk"]),
         "pairs": sorted(index.relation_pairs("contains")), "fk_pairs": index.relation_pairs("fk"),
         "rows": [{k: v for k, v in row.items() if k != "rowid"} for row in index.rows(ids)],
+        "rows_at": [{k: v for k, v in row.items() if k != "rowid"} for name in ("a", "b", "c")
+                    for row in index.rows_at(f"cat/{name}.txt")],
+        "outline": sorted(index.outline(["table", "column"], ["connectionId", "file", "column", "note", "comment"])),
+        "aliased": [row["id"] for row in index.rows_with_alias("CA2-ALIAS")],
+        "where": [hit.id for hit in index.search("ca1 ca2 cb1 cz", where={"file": "cat/a.txt", "note": "a, b"},
+                                                 limit=20, refresh=False)],
+        "hits": [(hit.id, hit.metadata, hit.path) for hit in index.search("ca1 cm2 cz2", limit=20, refresh=False)],
     }
 
 
@@ -98,6 +109,15 @@ def compare(pair: tuple[Path, Path]) -> dict[str, Any]:
     return found[1]
 
 
+def lean_rows(project: Path) -> int:
+    """How many rows keep the start of their metadata text in their parent's row."""
+    db = sqlite3.connect(project / ".khive" / "index.sqlite")
+    try:
+        return int(db.execute("SELECT count(*) FROM docs WHERE lead IS NOT NULL").fetchone()[0])
+    finally:
+        db.close()
+
+
 def edge_row_count(project: Path, relation: str) -> int:
     db = sqlite3.connect(project / ".khive" / "index.sqlite")
     try:
@@ -116,6 +136,8 @@ def test_implied_edges_answer_every_read_as_edge_rows(pair: tuple[Path, Path]) -
     # target, a second claim, a self-edge
     assert edge_row_count(pair[0], "contains") == 12
     assert edge_row_count(pair[1], "contains") == 6  # of ta's 3, tz's 1 and tb's 1: none
+    assert lean_rows(pair[0]) == 0 and lean_rows(pair[1]) == 6  # every child (one per implied edge)
+    assert found["aliased"] == ["ca2"] and found["where"] and found["rows_at"]
 
 
 def test_edits_and_a_document_moved_to_another_file_keep_the_answers(pair: tuple[Path, Path]) -> None:
