@@ -52,6 +52,12 @@ class Implied:
         claimed = self._pending.pop(doc_id, None)
         return (claimed[0], claimed[2]) if claimed else (None, None)
 
+    def claims(self, doc_ids: Sequence[str]) -> list[tuple[int, str, str] | None]:
+        """``claim`` for the rows of ``doc_ids``, in order: (source rowid, source id, relation) or None each."""
+        self._seen.update(doc_ids)
+        pop = self._pending.pop
+        return [pop(doc_id, None) for doc_id in doc_ids]
+
     def add(self, rowid: int, doc: Document, edges: Sequence[tuple[str, str, Any]], metadata: str,
             child: bool) -> None:
         """The edges of ``doc`` (row ``rowid``, metadata text ``metadata``; ``child``: it was claimed)."""
@@ -71,12 +77,24 @@ class Implied:
 
     def lean(self, up: int, metadata: str) -> tuple[str, int | None]:
         """(the metadata text to store, how many characters of its parent's text come before it) of a child."""
-        lead = self._leads.get(up)
-        if lead is None:  # the first child decides how much of the parent's text its siblings share
-            lead = self._leads[up] = leanrows.shared_start(self._parents[up], metadata)
+        lead = self._lead(up, metadata)
         if lead and metadata.startswith(lead):
             return metadata[len(lead):], len(lead)
         return metadata, None
+
+    def lean_all(self, up: int, metadata: Sequence[str]) -> tuple[Sequence[str], Sequence[int | None]] | None:
+        """``lean`` of many children of ``up`` at once when all of them share its start; else None."""
+        lead = self._lead(up, metadata[0])
+        if not lead or not all(text.startswith(lead) for text in metadata):
+            return None
+        size = len(lead)
+        return [text[size:] for text in metadata], [size] * len(metadata)
+
+    def _lead(self, up: int, metadata: str) -> str:
+        lead = self._leads.get(up)
+        if lead is None:  # the first child decides how much of the parent's text its siblings share
+            lead = self._leads[up] = leanrows.shared_start(self._parents[up], metadata)
+        return lead
 
     def rows(self) -> list[tuple[str, str, str, str]]:
         """The edge rows of the batch: every edge not implied, then the claims no target took."""

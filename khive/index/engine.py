@@ -104,6 +104,9 @@ class RetrievalIndex:
         self._watcher: ChangeWatcher | None = None
         self._walked = False
         self._matrix: search_mod.VectorTable | None = None
+        # During a build from nothing, every id written so far (a superset of the index's: a file that failed
+        # keeps its ids here), so a file's ids are checked for clashes without a query per 500 of them.
+        self._written: set[str] | None = None
         self.generation = 0
 
     # freshness ------------------------------------------------------------------------------
@@ -150,6 +153,7 @@ class RetrievalIndex:
                 if from_nothing:
                     set_page_cache_size(self.db, BUILD_PAGE_CACHE)
                     drop_secondary_indexes(self.db)
+                    self._written = set()
                 for key, stamp in current.items():
                     previous = stored.get(key)
                     if previous is None or previous[:2] != stamp or key[0] in stale_sources:
@@ -163,6 +167,7 @@ class RetrievalIndex:
                 self._record_source_versions()
         finally:
             set_page_cache_size(self.db, cache)  # memory back once written
+            self._written = None
         self._walked = True
         return self._finish(report)
 
@@ -278,12 +283,17 @@ class RetrievalIndex:
     def _insert(self, source_name: str, relative: str, items: Sequence[Item]) -> None:
         """One file's documents: checked, then written a table at a time (one by one only when an id clashes)."""
         ids = [doc_id for item in items for doc_id in (item.ids if isinstance(item, DocumentBatch) else (item.id,))]
-        if len(set(ids)) < len(ids) or existing_ids(self.db, ids):
+        own = set(ids)
+        written = self._written
+        clash = len(own) < len(ids) or bool(own & written if written is not None else existing_ids(self.db, ids))
+        if written is not None:
+            written |= own
+        if clash:
             for document in expand(items):  # the newest wins, in file order, as insert_doc replaces
                 rowid = insert_doc(self.db, source_name, relative, document, self._checked_edges(document))
                 self._store_vectors([rowid], [document])
             return
-        own = set(ids)  # none of them is indexed (checked above): only the other targets are looked up
+        # none of them is indexed (checked above): only the other targets are looked up
         kinds = kinds_of(self.db, sorted({edge.target for item in items if isinstance(item, Document)
                                           for edge in item.edges if edge.target not in own}))
         edges: list[Sequence[tuple[str, str, Any]]] = []

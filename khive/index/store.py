@@ -7,7 +7,7 @@ a rebuild.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from itertools import repeat
 from operator import itemgetter
@@ -222,15 +222,23 @@ def _child_row(links: edgestore.Implied, row: tuple[Any, ...], up: int, via: str
 
 
 def _batch_rows(links: edgestore.Implied, rowids: range, source: str, path: str, batch: DocumentBatch,
-                metadata: list[str]) -> Iterator[tuple[Any, ...]]:
-    kind, connection = batch.kind, batch.connection
-    for rowid, doc_id, title, text in zip(rowids, batch.ids, batch.titles, metadata, strict=True):
-        up, via = links.claim(doc_id)
-        if up is None:
-            yield (rowid, doc_id, kind, connection, title, source, path, text, None, None, None)
+                metadata: list[str]) -> Iterable[tuple[Any, ...]]:
+    kind, connection, ids, titles = batch.kind, batch.connection, batch.ids, batch.titles
+    claims = links.claims(ids)
+    first = claims[0] if claims else None
+    if first is not None and claims.count(first) == len(claims):  # every one a child of the same row: at once
+        lean = links.lean_all(first[0], metadata)
+        if lean is not None:
+            return zip(rowids, ids, repeat(kind), repeat(connection), titles, repeat(""), repeat(""), lean[0],
+                       repeat(first[0]), repeat(first[2]), lean[1])
+    rows: list[tuple[Any, ...]] = []
+    for rowid, doc_id, title, text, claim in zip(rowids, ids, titles, metadata, claims, strict=True):
+        if claim is None:
+            rows.append((rowid, doc_id, kind, connection, title, source, path, text, None, None, None))
         else:
-            lean, lead = links.lean(up, text)
-            yield (rowid, doc_id, kind, connection, title, "", "", lean, up, via, lead)
+            stored, lead = links.lean(claim[0], text)
+            rows.append((rowid, doc_id, kind, connection, title, "", "", stored, claim[0], claim[2], lead))
+    return rows
 
 
 def _fts_row(rowid: int, doc: Document) -> tuple[Any, ...]:

@@ -15,6 +15,7 @@ from khive.index.embed import HashingEmbedder
 from khive.index.engine import RetrievalIndex
 
 RULES = (EdgeRule("contains", frozenset({"table"}), frozenset({"column"}), implied=True),)
+AS_ROWS = (EdgeRule("contains", frozenset({"table"}), frozenset({"column"})),)  # every edge a row, as before
 
 
 def parsed(text: str) -> list[tuple[str, list[tuple[str, str, str]]]]:
@@ -36,9 +37,13 @@ def as_documents(path: str, text: str) -> Sequence[Item]:
     for table, columns in parsed(text):
         ids = [f"col:{table}.{name}" for name, _, _ in columns]
         docs.append(Document(id=f"table:{table}", kind="table", title=table, fields={"name": table},
-                             edges=[Edge("contains", i) for i in ids], metadata={"columns": len(ids)}))
+                             edges=[Edge("contains", i) for i in ids],
+                             metadata={"connectionId": "wh", "table": table, "columns": len(ids)}))
         docs.extend(Document(id=i, kind="column", title=f"{table}.{name}", connection="wh",
-                             fields=column_fields(table, name, type_, note), metadata={"type": type_, "n": n},
+                             fields=column_fields(table, name, type_, note),
+                             # the third column's metadata does not start as its table's: it keeps all of it
+                             metadata={"connectionId": "wh" if n != 2 else "wh2", "table": table, "type": type_,
+                                       "n": n},
                              embed_text=f"{name} {note}" if n % 2 else None)
                     for n, (i, (name, type_, note)) in enumerate(zip(ids, columns, strict=True)))
     return docs
@@ -69,12 +74,12 @@ FILES = {"a.txt": "orders: id int key; amount numeric paid total; placed date wh
          "b.txt": "stores: id int key; city text where it is"}
 
 
-def build(project: Path, parse: Any, files: dict[str, str]) -> RetrievalIndex:
+def build(project: Path, parse: Any, files: dict[str, str], rules: tuple[EdgeRule, ...] = RULES) -> RetrievalIndex:
     (project / "cat").mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         (project / "cat" / name).write_text(text)
     index = RetrievalIndex(project, [FileSource("cat", ("cat",), (".txt",), parse)], embedder=HashingEmbedder(64),
-                           edge_rules=RULES, watch=False)
+                           edge_rules=rules, watch=False)
     index.refresh()
     return index
 
@@ -89,18 +94,19 @@ def seen(index: RetrievalIndex) -> dict[str, Any]:
 
 def test_a_batch_is_indexed_as_its_documents(tmp_path: Path) -> None:
     found = []
-    for name, parse in (("documents", as_documents), ("batches", as_batches)):
-        index = build(tmp_path / name, parse, FILES)
+    for name, parse, rules in (("rows", as_documents, AS_ROWS), ("documents", as_documents, RULES),
+                               ("batches", as_batches, RULES)):
+        index = build(tmp_path / name, parse, FILES, rules)
         try:
             found.append(seen(index))
             # an edit, then a file that takes over a column id of another (the one-by-one path)
-            build(tmp_path / name, parse, {"a.txt": "orders: id int key; total numeric sum"}).close()
+            build(tmp_path / name, parse, {"a.txt": "orders: id int key; total numeric sum"}, rules).close()
             index.close()
-            index = build(tmp_path / name, parse, {"c.txt": "stores: city text moved here"})
+            index = build(tmp_path / name, parse, {"c.txt": "stores: city text moved here"}, rules)
             found.append(seen(index))
         finally:
             index.close()
-    assert found[0] == found[2] and found[1] == found[3]
+    assert found[0] == found[2] == found[4] and found[1] == found[3] == found[5]
     assert found[0]["search"][0][0][0] == "col:orders.amount"
     assert found[3]["rows"][-1]["path"] == "cat/c.txt"
 
@@ -108,3 +114,17 @@ def test_a_batch_is_indexed_as_its_documents(tmp_path: Path) -> None:
 def test_a_batch_with_texts_missing_says_which_lengths_differ() -> None:
     with pytest.raises(ValueError, match=r"a batch of 2 ids needs as many titles.*\[1, 2\]"):
         DocumentBatch(kind="column", connection=None, ids=["a", "b"], titles=["a"], fields={}, metadata=[{}, {}])
+
+
+def test_a_first_build_with_an_id_in_two_files_keeps_one_row_of_it(tmp_path: Path) -> None:
+    """A build from nothing knows which ids it has written: the second file with ``stores`` replaces it."""
+    for name, parse in (("documents", as_documents), ("batches", as_batches)):
+        index = build(tmp_path / name, parse, {**FILES, "c.txt": "stores: city text moved here"})
+        try:
+            rows = index.rows(["table:stores", "col:stores.city", "col:stores.id"])
+            assert [(row["id"], row["path"]) for row in rows] == [
+                ("col:stores.city", "cat/c.txt"), ("col:stores.id", "cat/b.txt"), ("table:stores", "cat/c.txt")]
+            assert index.count() == 11
+            assert index.edge_map(["table:stores"]) == {"table:stores": [("contains", "col:stores.city")]}
+        finally:
+            index.close()
