@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -39,7 +39,10 @@ class Document:
 class DocumentBatch:
     """Many documents of one kind and connection without edges of their own, as columns of values (a table's
     columns): what a source hands over instead of a ``Document`` each when it has thousands alike. The index
-    stores them exactly as the ``documents()`` they stand for, in order (ADR 0050)."""
+    stores them exactly as the ``documents()`` they stand for, in order (ADR 0050).
+
+    ``from_previous``: the relation of an edge from the ``Document`` just before the batch to each of its
+    documents (a table's ``contains``), as if that document listed them after its own edges."""
 
     kind: str
     connection: str | None
@@ -48,6 +51,7 @@ class DocumentBatch:
     fields: Mapping[str, Sequence[str]]  # keys from FIELDS, one text per document each
     metadata: Sequence[Mapping[str, Any]]
     embed_texts: Sequence[str] | None = None  # as Document.embed_text, for every document or none
+    from_previous: str | None = None
 
     def __post_init__(self) -> None:
         sizes = {len(self.titles), len(self.metadata), *(len(texts) for texts in self.fields.values()),
@@ -86,14 +90,26 @@ def embed_texts(item: Item) -> Sequence[str]:
 
 
 def expand(items: Sequence[Item]) -> list[Document]:
-    """Every document of ``items``, in order."""
+    """Every document of ``items``, in order, a batch's ``from_previous`` edges on the document before it."""
     out: list[Document] = []
-    for item in items:
+    for n, item in enumerate(items):
         if isinstance(item, DocumentBatch):
+            if item.from_previous:
+                parent = previous_document(items, n)
+                out[-1] = replace(parent, edges=[*parent.edges, *(Edge(item.from_previous, i) for i in item.ids)])
             out.extend(item.documents())
         else:
             out.append(item)
     return out
+
+
+def previous_document(items: Sequence[Item], n: int) -> Document:
+    """The document just before the batch ``items[n]``, which its ``from_previous`` edges come from."""
+    previous = items[n - 1] if n else None
+    if not isinstance(previous, Document):
+        raise ValueError(f"item {n} of a file's documents is a batch with from_previous edges: put the Document "
+                         f"those edges come from just before it")
+    return previous
 
 
 @lru_cache(maxsize=65536)  # column names repeat across tables; the split is pure

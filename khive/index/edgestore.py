@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
+from itertools import repeat
 from typing import Any
 
 import orjson
@@ -75,6 +76,18 @@ class Implied:
                 self._rows.append((doc.id, relation, target, "{}"))
             self._rows.append((doc.id, relation, target, orjson.dumps(meta).decode() if meta else "{}"))
 
+    def adopt(self, rowid: int, doc: Document, relation: str, doc_ids: Sequence[str], metadata: str,
+              child: bool) -> None:
+        """Edges ``relation`` from ``doc`` (as ``add``) to each of ``doc_ids``, the batch right after it: when
+        none of them was seen or claimed, all are claimed at once."""
+        pending = self._pending
+        if child or (doc.kind, relation) not in self._implied or not (
+                self._seen.isdisjoint(doc_ids) and pending.keys().isdisjoint(doc_ids)):
+            self.add(rowid, doc, [(relation, doc_id, None) for doc_id in doc_ids], metadata, child)
+            return
+        pending.update(zip(doc_ids, repeat((rowid, doc.id, relation))))
+        self._parents[rowid] = metadata
+
     def lean(self, up: int, metadata: str) -> tuple[str, int | None]:
         """(the metadata text to store, how many characters of its parent's text come before it) of a child."""
         lead = self._lead(up, metadata)
@@ -85,7 +98,7 @@ class Implied:
     def lean_all(self, up: int, metadata: Sequence[str]) -> tuple[Sequence[str], Sequence[int | None]] | None:
         """``lean`` of many children of ``up`` at once when all of them share its start; else None."""
         lead = self._lead(up, metadata[0])
-        if not lead or not all(text.startswith(lead) for text in metadata):
+        if not lead or not all(map(str.startswith, metadata, repeat(lead))):
             return None
         size = len(lead)
         return [text[size:] for text in metadata], [size] * len(metadata)

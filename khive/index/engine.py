@@ -16,7 +16,7 @@ import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from khive.index.documents import (
     FIELDS,
     Document,
     DocumentBatch,
+    Edge,
     EdgeRule,
     IndexSource,
     Item,
@@ -37,6 +38,7 @@ from khive.index.documents import (
     expand,
     owns,
     owns_relative,
+    previous_document,
 )
 from khive.index.embed import CellEmbedder, Embedder
 from khive.index.scanstat import stat_walk_paths
@@ -297,8 +299,10 @@ class RetrievalIndex:
         kinds = kinds_of(self.db, sorted({edge.target for item in items if isinstance(item, Document)
                                           for edge in item.edges if edge.target not in own}))
         edges: list[Sequence[tuple[str, str, Any]]] = []
-        for item in items:  # a target is known once inserted, as one by one
-            if isinstance(item, DocumentBatch):  # no edges of its own
+        for n, item in enumerate(items):  # a target is known once inserted, as one by one
+            if isinstance(item, DocumentBatch):  # no edges of its own; those into it checked once
+                if item.from_previous:
+                    self._check_adopted(previous_document(items, n), item)
                 edges.append(())
                 kinds.update(dict.fromkeys(item.ids, item.kind))
                 continue
@@ -355,6 +359,13 @@ class RetrievalIndex:
         if problems:
             raise EdgeRuleError("; ".join(problems))
         return [(edge.relation, edge.target, dict(edge.metadata)) for edge in document.edges]
+
+    def _check_adopted(self, parent: Document, batch: DocumentBatch) -> None:
+        """The rules allow ``parent``'s ``from_previous`` edges to ``batch`` (one check for all of them)."""
+        relation = batch.from_previous or ""
+        if batch.ids and batch.kind not in self._allowed.get((parent.kind, relation), frozenset()):
+            edge = replace(parent, edges=[Edge(relation, batch.ids[0])])
+            raise EdgeRuleError("; ".join(self.edge_problems(edge, {batch.ids[0]: batch.kind})))
 
     def _edges_allowed(self, document: Document, kinds: Mapping[str, str]) -> bool:
         """Whether every edge of ``document`` keeps the rules (the common case, decided without messages)."""

@@ -156,8 +156,12 @@ def insert_new_docs(db: sqlite3.Connection, source: str, path: str, items: Seque
     doc_values: list[tuple[Any, ...]] = []
     fts_values: list[tuple[Any, ...]] = []
     links = edgestore.Implied(implied)
+    parent: tuple[int, Document, str, bool] | None = None  # the last document: (rowid, it, metadata, a child)
     for item, item_edges in zip(items, edges, strict=True):  # one pass builds the three tables' rows
         if isinstance(item, DocumentBatch):
+            if item.from_previous:  # checked by the caller: the item before is a document
+                assert parent is not None and parent[0] == rowid - 1
+                links.adopt(parent[0], parent[1], item.from_previous, item.ids, parent[2], parent[3])
             rowids = range(rowid, rowid + len(item))
             metadata = [orjson.dumps(meta if type(meta) is dict else dict(meta)).decode() for meta in item.metadata]
             doc_values.extend(_batch_rows(links, rowids, source, path, item, metadata))
@@ -167,12 +171,13 @@ def insert_new_docs(db: sqlite3.Connection, source: str, path: str, items: Seque
             continue
         up, via = links.claim(item.id)
         row = _doc_row(rowid, source, path, item)
+        parent = (rowid, item, row[7], up is not None)
         if up is not None:
             row = _child_row(links, row, up, via)
         doc_values.append(row)
         fts_values.append(_fts_row(rowid, item))
         if item_edges:
-            links.add(rowid, item, item_edges, row[7], up is not None)
+            links.add(rowid, item, item_edges, parent[2], parent[3])
         rowid += 1
     db.executemany(_INSERT_DOC, doc_values)
     db.executemany(_INSERT_FTS, fts_values)

@@ -119,7 +119,7 @@ def _table_documents(connection: str, catalog: str | None, db: str, name: str, e
     description = _text(entry.get("description")) or _text(entry.get("comment"))
     usage = entry.get("usage") or {}
     usage_text = _text(usage.get("narrative")) if isinstance(usage, dict) else ""
-    edges = [Edge("contains", cid) for cid in column_ids]
+    edges = []  # and "contains" to each column, from the batch of them below
     for fk in entry.get("foreignKeys") or []:
         edges.append(Edge("fk", table_id(connection, fk["refDb"], fk["refTable"]),
                           {"columns": fk["columns"], "refColumns": fk["refColumns"]}))
@@ -146,10 +146,12 @@ def _table_documents(connection: str, catalog: str | None, db: str, name: str, e
     )]
     if not columns:
         return documents
-    # the columns as one batch: their values column by column, no Document per column (ADR 0050)
+    # the columns as one batch: their values column by column, no Document per column, and the table's
+    # "contains" edges to them declared once (ADR 0050)
     shown = [_shown(column, cname, redactor) for column, cname in zip(columns, names, strict=True)]
     documents.append(DocumentBatch(
-        kind=COLUMN, connection=connection, ids=column_ids, titles=[f"{db}.{name}.{cname}" for cname in names],
+        kind=COLUMN, connection=connection, ids=column_ids, from_previous="contains",
+        titles=[f"{db}.{name}.{cname}" for cname in names],
         fields={"name": [f"{cname} {spelled}" for cname, spelled in zip(names, name_words, strict=True)],
                 "title": [f"{name}.{cname}" for cname in names], "summary": notes,
                 "tags": [_text(column.get("type")) for column in columns],

@@ -4,6 +4,7 @@ stand for, whether the file is new, edited, or shares an id with another file.""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +50,12 @@ def as_documents(path: str, text: str) -> Sequence[Item]:
     return docs
 
 
-def as_batches(path: str, text: str) -> Sequence[Item]:
+def as_batches(path: str, text: str, relation: str = "contains") -> Sequence[Item]:
+    """The same documents, each table's columns one batch, the table's edges to them declared by the batch."""
     items: list[Item] = []
     for item in as_documents(path, text):
+        if isinstance(item, Document) and item.kind == "table":
+            item = replace(item, edges=[])
         if isinstance(item, Document) and item.kind == "column":
             last = items[-1]
             if isinstance(last, DocumentBatch):
@@ -59,11 +63,11 @@ def as_batches(path: str, text: str) -> Sequence[Item]:
                     kind="column", connection="wh", ids=[*last.ids, item.id], titles=[*last.titles, item.title],
                     fields={k: [*v, item.fields[k]] for k, v in last.fields.items()},
                     metadata=[*last.metadata, item.metadata],
-                    embed_texts=[*(last.embed_texts or []), item.embed_text or ""])
+                    embed_texts=[*(last.embed_texts or []), item.embed_text or ""], from_previous=relation)
                 continue
             items.append(DocumentBatch(kind="column", connection="wh", ids=[item.id], titles=[item.title],
                                        fields={k: [v] for k, v in item.fields.items()}, metadata=[item.metadata],
-                                       embed_texts=[item.embed_text or ""]))
+                                       embed_texts=[item.embed_text or ""], from_previous=relation))
             continue
         items.append(item)
     return items
@@ -126,5 +130,19 @@ def test_a_first_build_with_an_id_in_two_files_keeps_one_row_of_it(tmp_path: Pat
                 ("col:stores.city", "cat/c.txt"), ("col:stores.id", "cat/b.txt"), ("table:stores", "cat/c.txt")]
             assert index.count() == 11
             assert index.edge_map(["table:stores"]) == {"table:stores": [("contains", "col:stores.city")]}
+        finally:
+            index.close()
+
+
+def test_edges_from_a_batch_follow_the_rules_and_a_document(tmp_path: Path) -> None:
+    def misplaced(path: str, text: str) -> Sequence[Item]:
+        return [item for item in as_batches(path, text) if isinstance(item, DocumentBatch)]
+
+    for name, parse, error in (
+            ("misplaced", misplaced, "is a batch with from_previous edges: put the Document those edges come from"),
+            ("undeclared", lambda path, text: as_batches(path, text, "holds"), "'holds' is not declared")):
+        index = build(tmp_path / name, parse, {"b.txt": FILES["b.txt"]})
+        try:
+            assert error in index.item_errors()["cat/b.txt"] and index.count() == 0
         finally:
             index.close()
