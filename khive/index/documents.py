@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -35,6 +35,83 @@ class Document:
     embed_text: str | None = None  # what the vector lane sees; default: title, summary and body
 
 
+@dataclass(frozen=True, slots=True)
+class DocumentBatch:
+    """Many documents of one kind and connection without edges of their own, as columns of values (a table's
+    columns): what a source hands over instead of a ``Document`` each when it has thousands alike. The index
+    stores them exactly as the ``documents()`` they stand for, in order (ADR 0050).
+
+    ``from_previous``: the relation of an edge from the ``Document`` just before the batch to each of its
+    documents (a table's ``contains``), as if that document listed them after its own edges."""
+
+    kind: str
+    connection: str | None
+    ids: Sequence[str]
+    titles: Sequence[str]
+    fields: Mapping[str, Sequence[str]]  # keys from FIELDS, one text per document each
+    metadata: Sequence[Mapping[str, Any]]
+    embed_texts: Sequence[str] | None = None  # as Document.embed_text, for every document or none
+    from_previous: str | None = None
+
+    def __post_init__(self) -> None:
+        sizes = {len(self.titles), len(self.metadata), *(len(texts) for texts in self.fields.values()),
+                 *([len(self.embed_texts)] if self.embed_texts is not None else [])}
+        if sizes - {len(self.ids)}:
+            raise ValueError(f"a batch of {len(self.ids)} ids needs as many titles, metadata, field texts and "
+                             f"embed texts (got lengths {sorted(sizes)})")
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def field_texts(self, name: str) -> Sequence[str]:
+        return self.fields.get(name) or [""] * len(self.ids)
+
+    def documents(self) -> list[Document]:
+        texts = self.embed_texts if self.embed_texts is not None else [None] * len(self.ids)
+        return [Document(id=doc_id, kind=self.kind, title=title, connection=self.connection, metadata=meta,
+                         fields={name: texts_of[n] for name, texts_of in self.fields.items()}, embed_text=text)
+                for n, (doc_id, title, meta, text) in enumerate(zip(self.ids, self.titles, self.metadata, texts,
+                                                                     strict=True))]
+
+
+Item = Document | DocumentBatch  # what a source's ``documents()`` gives: one document or many alike
+
+
+def embed_texts(item: Item) -> Sequence[str]:
+    """What the vector lane sees of each document of ``item``: its embed text, else title, summary and body."""
+    if isinstance(item, Document):
+        return [item.embed_text or " ".join(part for part in (item.title, item.fields.get("summary", ""),
+                                                              item.fields.get("body", "")) if part)]
+    given = item.embed_texts if item.embed_texts is not None else [""] * len(item)
+    if all(given):
+        return given
+    return [text or " ".join(part for part in parts if part) for text, parts in zip(
+        given, zip(item.titles, item.field_texts("summary"), item.field_texts("body"), strict=True), strict=True)]
+
+
+def expand(items: Sequence[Item]) -> list[Document]:
+    """Every document of ``items``, in order, a batch's ``from_previous`` edges on the document before it."""
+    out: list[Document] = []
+    for n, item in enumerate(items):
+        if isinstance(item, DocumentBatch):
+            if item.from_previous:
+                parent = previous_document(items, n)
+                out[-1] = replace(parent, edges=[*parent.edges, *(Edge(item.from_previous, i) for i in item.ids)])
+            out.extend(item.documents())
+        else:
+            out.append(item)
+    return out
+
+
+def previous_document(items: Sequence[Item], n: int) -> Document:
+    """The document just before the batch ``items[n]``, which its ``from_previous`` edges come from."""
+    previous = items[n - 1] if n else None
+    if not isinstance(previous, Document):
+        raise ValueError(f"item {n} of a file's documents is a batch with from_previous edges: put the Document "
+                         f"those edges come from just before it")
+    return previous
+
+
 @lru_cache(maxsize=65536)  # column names repeat across tables; the split is pure
 def words(name: str) -> str:
     """The words an identifier stands for (``khive.index.morph``): ``customerId`` -> ``customer id``,
@@ -56,11 +133,16 @@ def dedupe_edges(edges: Sequence[Edge]) -> list[Edge]:
 
 @dataclass(frozen=True, slots=True)
 class EdgeRule:
-    """An allowed edge: ``relation`` from a document of ``from_kinds`` to one of ``to_kinds``."""
+    """An allowed edge: ``relation`` from a document of ``from_kinds`` to one of ``to_kinds``.
+
+    ``implied``: such an edge usually goes to a later document of the same file without metadata (a table's
+    columns); the index then stores it as the target's link to its source instead of an edge row of its own
+    (ADR 0050). Every edge read answers as if it were a row; any other edge of the relation is a row."""
 
     relation: str
     from_kinds: frozenset[str]
     to_kinds: frozenset[str]
+    implied: bool = False
 
 
 class IndexSource(Protocol):
@@ -87,8 +169,9 @@ class IndexSource(Protocol):
     @property
     def version(self) -> str: ...
 
-    def documents(self, path: str, text: str) -> Sequence[Document]:
-        """Documents for one file (project-relative ``path``); raise ValueError for a bad file."""
+    def documents(self, path: str, text: str) -> Sequence[Item]:
+        """Documents (or batches of them) for one file (project-relative ``path``); raise ValueError for a bad
+        file."""
         ...
 
 
@@ -99,11 +182,11 @@ class FileSource:
     name: str
     roots: tuple[str, ...]
     suffixes: tuple[str, ...]
-    parse: Any  # Callable[[str, str], Sequence[Document]]
+    parse: Any  # Callable[[str, str], Sequence[Item]]
     version: str = "1"
 
-    def documents(self, path: str, text: str) -> Sequence[Document]:
-        result: Sequence[Document] = self.parse(path, text)
+    def documents(self, path: str, text: str) -> Sequence[Item]:
+        result: Sequence[Item] = self.parse(path, text)
         return result
 
 

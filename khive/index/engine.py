@@ -16,7 +16,7 @@ import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +24,22 @@ import numpy as np
 import orjson
 
 from khive.gcpause import paused_gc
-from khive.index import links, vectorblob, vectorscan
+from khive.index import edgestore, leanrows, links, vectorblob, vectorscan
 from khive.index import search as search_mod
-from khive.index.documents import FIELDS, Document, EdgeRule, IndexSource, owns, owns_relative
+from khive.index.documents import (
+    FIELDS,
+    Document,
+    DocumentBatch,
+    Edge,
+    EdgeRule,
+    IndexSource,
+    Item,
+    embed_texts,
+    expand,
+    owns,
+    owns_relative,
+    previous_document,
+)
 from khive.index.embed import CellEmbedder, Embedder
 from khive.index.scanstat import stat_walk_paths
 from khive.index.store import (
@@ -80,6 +93,9 @@ class RetrievalIndex:
         self.edge_rules = tuple(edge_rules)
         # (from kind, relation) -> the target kinds the rules allow: the per-edge check of an index build
         self._allowed: dict[tuple[str, str], frozenset[str]] = {}
+        # (from kind, relation) whose edges may be kept on their target's row (ADR 0050)
+        self._implied = frozenset((kind, rule.relation) for rule in self.edge_rules if rule.implied
+                                  for kind in rule.from_kinds)
         for rule in self.edge_rules:
             for kind in rule.from_kinds:
                 key = (kind, rule.relation)
@@ -90,6 +106,9 @@ class RetrievalIndex:
         self._watcher: ChangeWatcher | None = None
         self._walked = False
         self._matrix: search_mod.VectorTable | None = None
+        # During a build from nothing, every id written so far (a superset of the index's: a file that failed
+        # keeps its ids here), so a file's ids are checked for clashes without a query per 500 of them.
+        self._written: set[str] | None = None
         self.generation = 0
 
     # freshness ------------------------------------------------------------------------------
@@ -136,6 +155,7 @@ class RetrievalIndex:
                 if from_nothing:
                     set_page_cache_size(self.db, BUILD_PAGE_CACHE)
                     drop_secondary_indexes(self.db)
+                    self._written = set()
                 for key, stamp in current.items():
                     previous = stored.get(key)
                     if previous is None or previous[:2] != stamp or key[0] in stale_sources:
@@ -149,6 +169,7 @@ class RetrievalIndex:
                 self._record_source_versions()
         finally:
             set_page_cache_size(self.db, cache)  # memory back once written
+            self._written = None
         self._walked = True
         return self._finish(report)
 
@@ -261,30 +282,39 @@ class RetrievalIndex:
         self.db.execute("DELETE FROM items WHERE source = ? AND path = ?", (source_name, relative))
         report.removed += 1
 
-    def _insert(self, source_name: str, relative: str, documents: Sequence[Document]) -> None:
+    def _insert(self, source_name: str, relative: str, items: Sequence[Item]) -> None:
         """One file's documents: checked, then written a table at a time (one by one only when an id clashes)."""
-        ids = [document.id for document in documents]
-        if len(set(ids)) < len(ids) or existing_ids(self.db, ids):
-            for document in documents:  # the newest wins, in file order, as insert_doc replaces
+        ids = [doc_id for item in items for doc_id in (item.ids if isinstance(item, DocumentBatch) else (item.id,))]
+        own = set(ids)
+        written = self._written
+        clash = len(own) < len(ids) or bool(own & written if written is not None else existing_ids(self.db, ids))
+        if written is not None:
+            written |= own
+        if clash:
+            for document in expand(items):  # the newest wins, in file order, as insert_doc replaces
                 rowid = insert_doc(self.db, source_name, relative, document, self._checked_edges(document))
                 self._store_vectors([rowid], [document])
             return
-        own = set(ids)  # none of them is indexed (checked above): only the other targets are looked up
-        kinds = kinds_of(self.db, sorted({edge.target for document in documents for edge in document.edges
-                                          if edge.target not in own}))
-        edges = []
-        for document in documents:  # a target is known once inserted, as one by one
-            edges.append(self._checked_edges(document, kinds) if document.edges else ())
-            kinds[document.id] = document.kind
-        rowids = insert_new_docs(self.db, source_name, relative, documents, edges)
-        self._store_vectors(rowids, documents)
+        # none of them is indexed (checked above): only the other targets are looked up
+        kinds = kinds_of(self.db, sorted({edge.target for item in items if isinstance(item, Document)
+                                          for edge in item.edges if edge.target not in own}))
+        edges: list[Sequence[tuple[str, str, Any]]] = []
+        for n, item in enumerate(items):  # a target is known once inserted, as one by one
+            if isinstance(item, DocumentBatch):  # no edges of its own; those into it checked once
+                if item.from_previous:
+                    self._check_adopted(previous_document(items, n), item)
+                edges.append(())
+                kinds.update(dict.fromkeys(item.ids, item.kind))
+                continue
+            edges.append(self._checked_edges(item, kinds) if item.edges else ())
+            kinds[item.id] = item.kind
+        rowids = insert_new_docs(self.db, source_name, relative, items, edges, self._implied)
+        self._store_vectors(rowids, items)
 
-    def _store_vectors(self, rowids: Sequence[int], documents: Sequence[Document]) -> None:
-        if self.embedder is None or not documents:
+    def _store_vectors(self, rowids: Sequence[int], items: Sequence[Item]) -> None:
+        if self.embedder is None or not items:
             return
-        texts = [document.embed_text or " ".join(
-            part for part in (document.title, document.fields.get("summary", ""), document.fields.get("body", ""))
-            if part) for document in documents]
+        texts = [text for item in items for text in embed_texts(item)]
         stored = vectorblob.cell_blobs(self.embedder.cells(texts)) if isinstance(self.embedder, CellEmbedder) \
             else vectorblob.blobs(self.embedder.embed(texts).astype(np.float32, copy=False))
         name = self.embedder.name
@@ -330,6 +360,13 @@ class RetrievalIndex:
             raise EdgeRuleError("; ".join(problems))
         return [(edge.relation, edge.target, dict(edge.metadata)) for edge in document.edges]
 
+    def _check_adopted(self, parent: Document, batch: DocumentBatch) -> None:
+        """The rules allow ``parent``'s ``from_previous`` edges to ``batch`` (one check for all of them)."""
+        relation = batch.from_previous or ""
+        if batch.ids and batch.kind not in self._allowed.get((parent.kind, relation), frozenset()):
+            edge = replace(parent, edges=[Edge(relation, batch.ids[0])])
+            raise EdgeRuleError("; ".join(self.edge_problems(edge, {batch.ids[0]: batch.kind})))
+
     def _edges_allowed(self, document: Document, kinds: Mapping[str, str]) -> bool:
         """Whether every edge of ``document`` keeps the rules (the common case, decided without messages)."""
         for edge in document.edges:
@@ -345,27 +382,15 @@ class RetrievalIndex:
               refresh: bool = True) -> list[dict[str, Any]]:
         if refresh:
             self.refresh()
-        column, other = ("source_id", "target_id") if direction == "out" else ("target_id", "source_id")
-        sql = f"SELECT {other}, relation FROM edges WHERE {column} = ?"
-        params: list[Any] = [doc_id]
-        if relation:
-            sql += " AND relation = ?"
-            params.append(relation)
         with self._lock:
-            return [{"id": r[0], "relation": r[1]} for r in self.db.execute(sql + " ORDER BY 2, 1", params)]
+            return edgestore.edges_of(self.db, doc_id, direction, relation)
 
     def incoming(self, doc_ids: Sequence[str], relation: str) -> dict[str, list[str]]:
         """target id -> source ids of ``relation`` edges into any of ``doc_ids`` (one query, no refresh)."""
         if not doc_ids:
             return {}
-        out: dict[str, list[str]] = {}
         with self._lock:
-            rows = self.db.execute(
-                f"SELECT target_id, source_id FROM edges WHERE relation = ? AND target_id IN "
-                f"({', '.join('?' * len(doc_ids))}) ORDER BY source_id", (relation, *doc_ids)).fetchall()
-        for target, source in rows:
-            out.setdefault(str(target), []).append(str(source))
-        return out
+            return edgestore.incoming(self.db, doc_ids, relation)
 
     def existing(self, doc_ids: Sequence[str]) -> set[str]:
         """Which of ``doc_ids`` are in the index (one query, no refresh)."""
@@ -381,43 +406,23 @@ class RetrievalIndex:
         """doc id -> sorted (relation, other id) for the edges of many documents (one query, no refresh)."""
         if not doc_ids:
             return {}
-        column, other = ("source_id", "target_id") if direction == "out" else ("target_id", "source_id")
-        sql = f"SELECT {column}, relation, {other} FROM edges WHERE {column} IN ({', '.join('?' * len(doc_ids))})"
-        params: list[Any] = list(doc_ids)
-        if relations:
-            sql += f" AND relation IN ({', '.join('?' * len(relations))})"
-            params.extend(relations)
-        out: dict[str, list[tuple[str, str]]] = {}
         with self._lock:
-            for owner, relation, target in self.db.execute(sql + " ORDER BY 1, 2, 3", params):
-                out.setdefault(str(owner), []).append((str(relation), str(target)))
-        return out
+            return edgestore.edge_map(self.db, doc_ids, direction, relations)
 
     def edge_rows(self, doc_ids: Sequence[str], *, direction: str = "out"
                   ) -> dict[str, list[tuple[str, str, dict[str, Any]]]]:
         """doc id -> sorted (relation, other id, edge metadata) of many documents (one query, no refresh)."""
         if not doc_ids:
             return {}
-        column, other = ("source_id", "target_id") if direction == "out" else ("target_id", "source_id")
-        out: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}
         with self._lock:
-            rows = self.db.execute(f"SELECT {column}, relation, {other}, metadata FROM edges WHERE {column} IN "
-                                   f"({', '.join('?' * len(doc_ids))}) ORDER BY 1, 2, 3", tuple(doc_ids)).fetchall()
-        for owner, relation, target, meta in rows:
-            out.setdefault(str(owner), []).append(
-                (str(relation), str(target), orjson.loads(meta) if meta and meta != "{}" else {}))
-        return out
+            return edgestore.edge_rows_of(self.db, doc_ids, direction)
 
     def degrees(self, doc_ids: Sequence[str], *, relations: Sequence[str]) -> dict[str, int]:
         """doc id -> number of incoming ``relations`` edges (one query, no refresh): how much of a hub it is."""
         if not doc_ids or not relations:
             return {}
         with self._lock:
-            rows = self.db.execute(
-                f"SELECT target_id, count(*) FROM edges WHERE target_id IN ({', '.join('?' * len(doc_ids))}) "
-                f"AND relation IN ({', '.join('?' * len(relations))}) GROUP BY target_id",
-                (*doc_ids, *relations)).fetchall()
-        return {str(r[0]): int(r[1]) for r in rows}
+            return edgestore.degrees(self.db, doc_ids, relations)
 
     def fields(self, doc_ids: Sequence[str]) -> dict[str, dict[str, str]]:
         """doc id -> its FTS field texts (name, title, summary, tags, body, extra), for these documents only."""
@@ -435,17 +440,15 @@ class RetrievalIndex:
         for key in keys:
             if not _META_KEY.match(key):
                 raise ValueError(f"metadata key {key!r} must be a plain name")
-        picked = "".join(f", json_extract(metadata, '$.{key}')" for key in keys)
+        picked = "".join(f", json_extract({leanrows.METADATA}, '$.{key}')" for key in keys)
         with self._lock:
-            return self.db.execute(f"SELECT id, connection, title{picked} FROM docs WHERE kind IN "
-                                   f"({', '.join('?' * len(kinds))}) ORDER BY rowid", tuple(kinds)).fetchall()
+            return self.db.execute(f"SELECT d.id, d.connection, d.title{picked} FROM docs AS d WHERE d.kind IN "
+                                   f"({', '.join('?' * len(kinds))}) ORDER BY d.rowid", tuple(kinds)).fetchall()
 
     def relation_pairs(self, relation: str) -> list[tuple[str, str, dict[str, Any]]]:
         """Every (source id, target id, edge metadata) edge of ``relation`` (one query, no refresh)."""
         with self._lock:
-            rows = self.db.execute("SELECT source_id, target_id, metadata FROM edges WHERE relation = ?",
-                                   (relation,)).fetchall()
-        return [(str(r[0]), str(r[1]), orjson.loads(r[2]) if r[2] and r[2] != "{}" else {}) for r in rows]
+            return edgestore.relation_pairs(self.db, relation)
 
     def covered_terms(self, terms: Sequence[str], *, kinds: Sequence[str] | None = None,
                       connection: str | None = None) -> set[str]:
@@ -480,15 +483,16 @@ class RetrievalIndex:
         sources = sorted(self.sources)
         if not sources:
             return []
-        with self._lock:  # source first: the (source, path) index answers it
-            rows = doc_rows(self.db, f"source IN ({', '.join('?' * len(sources))}) AND path = ?", (*sources, path))
+        with self._lock:  # the file's own rows by the (source, path) index, then their children (leanrows)
+            rows = [row for source in sources for where in (leanrows.OF_FILE, leanrows.CHILD_OF_FILE)
+                    for row in doc_rows(self.db, where, (source, path))]
         return sorted(rows, key=lambda row: str(row["id"]))
 
     def rows_with_alias(self, alias: str) -> list[dict[str, Any]]:
         """Rows whose metadata declares ``alias`` in its ``aliases`` list, compared case-insensitively (no refresh)."""
         with self._lock:
-            rows = doc_rows(self.db, "metadata LIKE '%\"aliases\"%' AND EXISTS (SELECT 1 FROM "
-                                     "json_each(docs.metadata, '$.aliases') a WHERE lower(a.value) = lower(?))",
+            rows = doc_rows(self.db, f"{leanrows.METADATA} LIKE '%\"aliases\"%' AND EXISTS (SELECT 1 FROM "
+                                     f"json_each({leanrows.METADATA}, '$.aliases') a WHERE lower(a.value) = lower(?))",
                             (alias,))
         return sorted(rows, key=lambda row: str(row["id"]))
 

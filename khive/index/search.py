@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from khive.index import leanrows
 from khive.index.documents import DEFAULT_WEIGHTS, FIELDS
 from khive.index.embed import Embedder
 from khive.index.store import scope_token
@@ -72,7 +73,7 @@ def _filters(kinds: Sequence[str] | None, connection: str | None, where: Mapping
     for key, value in (where or {}).items():
         if not _META_KEY_RE.match(key):
             raise ValueError(f"metadata filter key {key!r} must be a plain name")
-        clauses.append(f"json_extract(d.metadata, '$.{key}') IS ?")
+        clauses.append(f"json_extract({leanrows.METADATA}, '$.{key}') IS ?")
         params.append(orjson.dumps(value).decode() if isinstance(value, (dict, list)) else value)
     return (" AND " + " AND ".join(clauses)) if clauses else "", params
 
@@ -194,7 +195,8 @@ def fuse(db: sqlite3.Connection, lexical: list[tuple[int, float]], semantic: lis
     if not ranked:
         return []
     rows = {int(r[0]): r for r in db.execute(
-        f"SELECT d.rowid, d.id, d.kind, d.title, d.connection, d.metadata, d.path, substr(f.summary, 1, 400), "
+        f"SELECT d.rowid, d.id, d.kind, d.title, d.connection, {leanrows.METADATA}, {leanrows.PATH}, "
+        f"substr(f.summary, 1, 400), "
         f"substr(f.body, 1, 400) "
         f"FROM docs d JOIN docs_fts f ON f.rowid = d.rowid WHERE d.rowid IN ({', '.join('?' * len(ranked))})",
         [rowid for rowid, _ in ranked])}

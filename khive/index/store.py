@@ -9,21 +9,23 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from khive.index.documents import FIELDS, Document
+from khive.index import edgestore, leanrows
+from khive.index.documents import FIELDS, Document, DocumentBatch, Item
 from khive.sqlite_util import open_wal
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"  # 3: implied edges as docs.up/via, lean child rows (ADR 0050)
 
 # Lookups only, no constraint: a build from an empty index drops them and creates them again at its end, one
 # sort each instead of a b-tree insert per row (ADR 0048).
-SECONDARY_INDEXES = {"docs_item": "docs (source, path)", "docs_kind": "docs (kind)",
-                     "edges_target": "edges (target_id, relation)"}
+SECONDARY_INDEXES = {"docs_item": "docs (source, path) WHERE up IS NULL", "docs_kind": "docs (kind)",
+                     "docs_up": "docs (up) WHERE up IS NOT NULL", "edges_target": "edges (target_id, relation)"}
 
 _CREATE_SECONDARY = "\n".join(f"CREATE INDEX IF NOT EXISTS {name} ON {on};" for name, on in SECONDARY_INDEXES.items())
 
@@ -36,7 +38,9 @@ CREATE TABLE IF NOT EXISTS items (
 );
 CREATE TABLE IF NOT EXISTS docs (
     rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, connection TEXT,
-    title TEXT NOT NULL, source TEXT NOT NULL, path TEXT NOT NULL, metadata TEXT NOT NULL
+    title TEXT NOT NULL, source TEXT NOT NULL, path TEXT NOT NULL, metadata TEXT NOT NULL,
+    up INTEGER, via TEXT,  -- an implied edge (ADR 0050): the rowid of its source and its relation
+    lead INTEGER  -- a child row's metadata text starts with this many characters of its parent's (leanrows)
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5 (
     {", ".join(FIELDS)}, scope, tokenize = 'porter unicode61'
@@ -111,12 +115,13 @@ def create_secondary_indexes(db: sqlite3.Connection) -> None:
 
 
 def delete_item_docs(db: sqlite3.Connection, source: str, path: str) -> None:
-    rows = db.execute("SELECT rowid, id FROM docs WHERE source = ? AND path = ?", (source, path)).fetchall()
+    rows = db.execute(f"SELECT rowid, id FROM docs AS d WHERE {leanrows.OF_FILE} UNION ALL "
+                      f"SELECT rowid, id FROM docs AS d WHERE {leanrows.CHILD_OF_FILE}", (source, path) * 2).fetchall()
     for rowid, doc_id in rows:
         db.execute("DELETE FROM docs_fts WHERE rowid = ?", (rowid,))
         db.execute("DELETE FROM vectors WHERE doc_rowid = ?", (rowid,))
         db.execute("DELETE FROM edges WHERE source_id = ?", (doc_id,))
-    db.execute("DELETE FROM docs WHERE source = ? AND path = ?", (source, path))
+        db.execute("DELETE FROM docs WHERE rowid = ?", (rowid,))
 
 
 def insert_doc(db: sqlite3.Connection, source: str, path: str, doc: Document,
@@ -124,6 +129,7 @@ def insert_doc(db: sqlite3.Connection, source: str, path: str, doc: Document,
     # A document id owned by another file (a duplicate key) is replaced: the newest file wins.
     old = db.execute("SELECT rowid FROM docs WHERE id = ?", (doc.id,)).fetchone()
     if old is not None:
+        edgestore.keep_implied_edges(db, old[0])
         db.execute("DELETE FROM docs_fts WHERE rowid = ?", (old[0],))
         db.execute("DELETE FROM vectors WHERE doc_rowid = ?", (old[0],))
         db.execute("DELETE FROM edges WHERE source_id = ?", (doc.id,))
@@ -131,30 +137,52 @@ def insert_doc(db: sqlite3.Connection, source: str, path: str, doc: Document,
     cursor = db.execute(_INSERT_DOC, _doc_row(None, source, path, doc))
     rowid = int(cursor.lastrowid or 0)
     db.execute(_INSERT_FTS, _fts_row(rowid, doc))
-    db.executemany(_INSERT_EDGE, _edge_rows(doc.id, edges))
+    db.executemany(_INSERT_EDGE, edgestore.edge_rows(doc.id, edges))
     return rowid
 
 
-def insert_new_docs(db: sqlite3.Connection, source: str, path: str, docs: Sequence[Document],
-                    edges: Sequence[Iterable[tuple[str, str, Any]]]) -> list[int]:
-    """Insert documents whose ids are in neither the index nor twice in ``docs``, one statement per table.
+def insert_new_docs(db: sqlite3.Connection, source: str, path: str, items: Sequence[Item],
+                    edges: Sequence[Sequence[tuple[str, str, Any]]],
+                    implied: frozenset[tuple[str, str]] = frozenset()) -> list[int]:
+    """Insert documents whose ids are in neither the index nor twice in ``items``, one statement per table;
+    the rowids of every document, in order.
 
     The rowids are the ones ``insert_doc`` one by one would get (SQLite gives a new row max(rowid) + 1).
+    An edge whose (source kind, relation) is in ``implied`` is kept as its target's ``up``/``via`` when
+    ``edgestore.Implied`` can (ADR 0050). A batch's rows are made column by column, as its documents' would be.
     """
-    first = int(db.execute("SELECT coalesce(max(rowid), 0) FROM docs").fetchone()[0]) + 1
-    rowids = list(range(first, first + len(docs)))
+    rowid = int(db.execute("SELECT coalesce(max(rowid), 0) FROM docs").fetchone()[0]) + 1
+    first = rowid
     doc_values: list[tuple[Any, ...]] = []
     fts_values: list[tuple[Any, ...]] = []
-    edge_values: list[tuple[str, str, str, str]] = []
-    for rowid, doc, doc_edges in zip(rowids, docs, edges, strict=True):  # one pass builds the three tables' rows
-        doc_values.append(_doc_row(rowid, source, path, doc))
-        fts_values.append(_fts_row(rowid, doc))
-        if doc_edges:
-            edge_values.extend(_edge_rows(doc.id, doc_edges))
+    links = edgestore.Implied(implied)
+    parent: tuple[int, Document, str, bool] | None = None  # the last document: (rowid, it, metadata, a child)
+    for item, item_edges in zip(items, edges, strict=True):  # one pass builds the three tables' rows
+        if isinstance(item, DocumentBatch):
+            if item.from_previous:  # checked by the caller: the item before is a document
+                assert parent is not None and parent[0] == rowid - 1
+                links.adopt(parent[0], parent[1], item.from_previous, item.ids, parent[2], parent[3])
+            rowids = range(rowid, rowid + len(item))
+            metadata = [orjson.dumps(meta if type(meta) is dict else dict(meta)).decode() for meta in item.metadata]
+            doc_values.extend(_batch_rows(links, rowids, source, path, item, metadata))
+            fts_values.extend(zip(rowids, *map(item.field_texts, FIELDS),
+                                  repeat(scope_tokens(item.kind, item.connection))))
+            rowid += len(item)
+            continue
+        up, via = links.claim(item.id)
+        row = _doc_row(rowid, source, path, item)
+        parent = (rowid, item, row[7], up is not None)
+        if up is not None:
+            row = _child_row(links, row, up, via)
+        doc_values.append(row)
+        fts_values.append(_fts_row(rowid, item))
+        if item_edges:
+            links.add(rowid, item, item_edges, parent[2], parent[3])
+        rowid += 1
     db.executemany(_INSERT_DOC, doc_values)
     db.executemany(_INSERT_FTS, fts_values)
-    db.executemany(_INSERT_EDGE, edge_values)
-    return rowids
+    db.executemany(_INSERT_EDGE, links.rows())
+    return list(range(first, rowid))
 
 
 def existing_ids(db: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
@@ -178,8 +206,8 @@ def kinds_of(db: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str]:
 
 
 _CHUNK = 500
-_INSERT_DOC = ("INSERT INTO docs (rowid, id, kind, connection, title, source, path, metadata) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+_INSERT_DOC = ("INSERT INTO docs (rowid, id, kind, connection, title, source, path, metadata, up, via, lead) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _INSERT_FTS = (f"INSERT INTO docs_fts (rowid, {', '.join(FIELDS)}, scope) "
                f"VALUES (?, {', '.join('?' * len(FIELDS))}, ?)")
 _INSERT_EDGE = "INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?)"
@@ -188,7 +216,34 @@ _FIELD_TEXTS = itemgetter(*FIELDS)
 
 def _doc_row(rowid: int | None, source: str, path: str, doc: Document) -> tuple[Any, ...]:
     metadata = doc.metadata if type(doc.metadata) is dict else dict(doc.metadata)
-    return (rowid, doc.id, doc.kind, doc.connection, doc.title, source, path, orjson.dumps(metadata).decode())
+    return (rowid, doc.id, doc.kind, doc.connection, doc.title, source, path, orjson.dumps(metadata).decode(), None,
+            None, None)
+
+
+def _child_row(links: edgestore.Implied, row: tuple[Any, ...], up: int, via: str | None) -> tuple[Any, ...]:
+    """A claimed document's row: its file in its parent's row, its metadata text lean (leanrows)."""
+    metadata, lead = links.lean(up, row[7])
+    return (*row[:5], "", "", metadata, up, via, lead)
+
+
+def _batch_rows(links: edgestore.Implied, rowids: range, source: str, path: str, batch: DocumentBatch,
+                metadata: list[str]) -> Iterable[tuple[Any, ...]]:
+    kind, connection, ids, titles = batch.kind, batch.connection, batch.ids, batch.titles
+    claims = links.claims(ids)
+    first = claims[0] if claims else None
+    if first is not None and claims.count(first) == len(claims):  # every one a child of the same row: at once
+        lean = links.lean_all(first[0], metadata)
+        if lean is not None:
+            return zip(rowids, ids, repeat(kind), repeat(connection), titles, repeat(""), repeat(""), lean[0],
+                       repeat(first[0]), repeat(first[2]), lean[1])
+    rows: list[tuple[Any, ...]] = []
+    for rowid, doc_id, title, text, claim in zip(rowids, ids, titles, metadata, claims, strict=True):
+        if claim is None:
+            rows.append((rowid, doc_id, kind, connection, title, source, path, text, None, None, None))
+        else:
+            stored, lead = links.lean(claim[0], text)
+            rows.append((rowid, doc_id, kind, connection, title, "", "", stored, claim[0], claim[2], lead))
+    return rows
 
 
 def _fts_row(rowid: int, doc: Document) -> tuple[Any, ...]:
@@ -199,13 +254,12 @@ def _fts_row(rowid: int, doc: Document) -> tuple[Any, ...]:
     return (rowid, *texts, scope_tokens(doc.kind, doc.connection))
 
 
-def _edge_rows(doc_id: str, edges: Iterable[tuple[str, str, Any]]) -> list[tuple[str, str, str, str]]:
-    return [(doc_id, relation, target, orjson.dumps(meta).decode() if meta else "{}")
-            for relation, target, meta in edges]
 
 
 def doc_rows(db: sqlite3.Connection, where: str = "", params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-    sql = "SELECT rowid, id, kind, connection, title, source, path, metadata FROM docs"
+    """The rows (a child's with its file and whole metadata, leanrows) of ``docs AS d`` matching ``where``."""
+    sql = f"SELECT d.rowid, d.id, d.kind, d.connection, d.title, {leanrows.SOURCE}, {leanrows.PATH}, " \
+          f"{leanrows.METADATA} FROM docs AS d"
     if where:
         sql += " WHERE " + where
     return [

@@ -14,7 +14,7 @@ from ruamel.yaml.error import YAMLError
 
 from khive.connections.selection import internal_object
 from khive.hookspecs import EdgeRule
-from khive.index.documents import Document, Edge, FileSource, dedupe_edges, words
+from khive.index.documents import Document, DocumentBatch, Edge, FileSource, Item, dedupe_edges, words
 from khive.project.store import FileStore
 from khive.redact import Redactor
 from packs.scan.artifacts import latest_sync, read_run_tables, redacted_at_scan
@@ -23,7 +23,7 @@ from packs.scan.shardread import RunShards, ShardReader, run_shards
 TABLE, COLUMN = "table", "column"
 EDGE_RULES = (
     EdgeRule("fk", frozenset({TABLE}), frozenset({TABLE})),
-    EdgeRule("contains", frozenset({TABLE}), frozenset({COLUMN})),
+    EdgeRule("contains", frozenset({TABLE}), frozenset({COLUMN}), implied=True),  # its columns follow it
 )
 def table_id(connection: str, db: str, name: str) -> str:
     return f"table:{connection}:{db}.{name}"
@@ -49,7 +49,7 @@ def source_for(files: FileStore, project: Path, redactor: Redactor) -> FileSourc
     runs: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}  # the latest run's tables, one kept
     shards: dict[tuple[str, str], RunShards] = {}  # and its entries by shard, one kept
 
-    def parse(path: str, text: str) -> Sequence[Document]:
+    def parse(path: str, text: str) -> Sequence[Item]:
         connection = path.split("/")[1] if path.count("/") >= 2 else ""
         sync = latest_sync(project, connection) if connection else None
 
@@ -80,7 +80,7 @@ def source_for(files: FileStore, project: Path, redactor: Redactor) -> FileSourc
 
 
 def _documents(path: str, data: dict[str, Any], run_tables: Callable[[], dict[str, dict[str, Any]]],
-               redactor: Redactor | None) -> Sequence[Document]:
+               redactor: Redactor | None) -> Sequence[Item]:
     connection, catalog, db = data.get("connection"), data.get("catalog"), data.get("schema")
     if not connection or not db:
         raise ValueError(f"{path}: a shard needs connection: and schema:")
@@ -109,7 +109,7 @@ def _with_live(entry: dict[str, Any], live: dict[str, Any]) -> dict[str, Any]:
 
 
 def _table_documents(connection: str, catalog: str | None, db: str, name: str, entry: dict[str, Any],
-                     redactor: Redactor | None) -> list[Document]:
+                     redactor: Redactor | None) -> list[Item]:
     tid = table_id(connection, db, name)
     columns = [c for c in entry.get("columns") or [] if isinstance(c, dict) and c.get("name")]
     names = [str(c["name"]) for c in columns]
@@ -119,7 +119,7 @@ def _table_documents(connection: str, catalog: str | None, db: str, name: str, e
     description = _text(entry.get("description")) or _text(entry.get("comment"))
     usage = entry.get("usage") or {}
     usage_text = _text(usage.get("narrative")) if isinstance(usage, dict) else ""
-    edges = [Edge("contains", cid) for cid in column_ids]
+    edges = []  # and "contains" to each column, from the batch of them below
     for fk in entry.get("foreignKeys") or []:
         edges.append(Edge("fk", table_id(connection, fk["refDb"], fk["refTable"]),
                           {"columns": fk["columns"], "refColumns": fk["refColumns"]}))
@@ -132,7 +132,7 @@ def _table_documents(connection: str, catalog: str | None, db: str, name: str, e
     table_words = words(name)
     column_names = " ".join(f"{cname} {spelled}" for cname, spelled in zip(names, name_words, strict=True))
     column_notes = " ".join(notes)
-    documents = [Document(
+    documents: list[Item] = [Document(
         id=tid, kind=TABLE, title=f"{db}.{name}", connection=connection,
         fields={"name": " ".join([name, table_words, *aliases]), "title": f"{db}.{name}", "summary": description,
                 "tags": "", "body": f"{column_names} {column_notes}".strip(), "extra": usage_text},
@@ -144,19 +144,29 @@ def _table_documents(connection: str, catalog: str | None, db: str, name: str, e
         edges=dedupe_edges(edges),
         embed_text=f"{table_words} {description} {' '.join(name_words)}",
     )]
-    extra = f"{name} {table_words}"  # every column's: the table it is in
-    for column, cname, spelled, note, cid in zip(columns, names, name_words, notes, column_ids, strict=True):
-        samples_in = list(column.get("samples") or [])
-        shown = redactor.column_values(cname, samples_in) if redactor is not None else samples_in
-        documents.append(Document(
-            id=cid, kind=COLUMN, title=f"{db}.{name}.{cname}", connection=connection,
-            fields={"name": f"{cname} {spelled}", "title": f"{name}.{cname}", "summary": note,
-                    "tags": _text(column.get("type")), "body": " ".join([_text(v) for v in shown]) if shown else "",
-                    "extra": extra},
-            embed_text=f"{spelled} {table_words} {note}",  # samples would drown the name in repeats
-            metadata={"connectionId": connection, "tableRef": table_ref, "columnName": cname,
-                      "type": column.get("type"), "nativeType": column.get("nativeType"),
-                      "primaryKey": bool(column.get("primaryKey")), "comment": column.get("comment"),
-                      "samples": shown[:10]},
-        ))
+    if not columns:
+        return documents
+    # the columns as one batch: their values column by column, no Document per column, and the table's
+    # "contains" edges to them declared once (ADR 0050)
+    shown = [_shown(column, cname, redactor) for column, cname in zip(columns, names, strict=True)]
+    documents.append(DocumentBatch(
+        kind=COLUMN, connection=connection, ids=column_ids, from_previous="contains",
+        titles=[f"{db}.{name}.{cname}" for cname in names],
+        fields={"name": [f"{cname} {spelled}" for cname, spelled in zip(names, name_words, strict=True)],
+                "title": [f"{name}.{cname}" for cname in names], "summary": notes,
+                "tags": [_text(column.get("type")) for column in columns],
+                "body": [" ".join([_text(v) for v in values]) if values else "" for values in shown],
+                "extra": [f"{name} {table_words}"] * len(columns)},  # every column's: the table it is in
+        # samples would drown the name in repeats
+        embed_texts=[f"{spelled} {table_words} {note}" for spelled, note in zip(name_words, notes, strict=True)],
+        metadata=[{"connectionId": connection, "tableRef": table_ref, "columnName": cname,
+                   "type": column.get("type"), "nativeType": column.get("nativeType"),
+                   "primaryKey": bool(column.get("primaryKey")), "comment": column.get("comment"),
+                   "samples": values[:10]} for column, cname, values in zip(columns, names, shown, strict=True)],
+    ))
     return documents
+
+
+def _shown(column: dict[str, Any], name: str, redactor: Redactor | None) -> list[Any]:
+    samples = list(column.get("samples") or [])
+    return redactor.column_values(name, samples) if redactor is not None else samples
