@@ -127,7 +127,7 @@ def note_keys(text: str) -> set[str]:
 
 
 def value_text(samples: str) -> str:
-    """The words of a string column's sampled values (JSON text of the list) that name things: short values
+    """The words of a column's sampled values (JSON text of the list) that name things: short string values
     of letters (``French``, ``Sales Representative``), not free text, numbers or codes."""
     try:
         values = orjson.loads(samples)
@@ -138,13 +138,20 @@ def value_text(samples: str) -> str:
                     and not any(ch.isdigit() for ch in v))
 
 
+def column_ids(tables: dict[str, Table]) -> list[str]:
+    """Every column's doc id by its number: table by table, each table's columns as the index holds them."""
+    return [column for table in tables.values() for column in table.columns]
+
+
 def build(index: RetrievalIndex) -> Lexicon:
     """The lexicon from the index's table and column documents. A catalog repeats its column names (``id``,
     ``created_at``) and comments across thousands of tables: each distinct one is split into words once, and
     the (word, table, column) rows of all the columns are resolved with numpy, not one at a time."""
     generation = index.generation
     table_rows = index.outline(["table"], ["tableRef", "comment", "description", "estimatedRows", "partitionOf"])
-    column_rows = index.outline(["column"], ["comment", "description", "type", "samples"])
+    # A column document's metadata holds the catalog's comment; its description (people's, in the shard) is in
+    # the document's text, not in its metadata (packs/scan/index.py). Its samples name things (``value_text``).
+    column_rows = index.outline(["column"], ["comment", "samples"])
     tables: dict[str, Table] = {}
     notes: dict[str, str] = {}
     for doc_id, connection, title, _ref, comment, description, rows, _parent in table_rows:
@@ -156,14 +163,16 @@ def build(index: RetrievalIndex) -> Lexicon:
     numbers = {table_id: n for n, table_id in enumerate(table_ids)}
     words = _Vocabulary()
     columns = _Columns(words)
-    for doc_id, _connection, _title, comment, description, kind, samples in column_rows:
+    head_of_last, table, number = "", None, -1
+    for doc_id, _connection, _title, comment, samples in column_rows:
         head, _, name = doc_id.rpartition(".")
-        table = tables.get("table:" + head.split(":", 1)[1])
+        if head != head_of_last:  # a table's columns come one after another: look the table up once
+            head_of_last = head
+            table = tables.get("table:" + head.split(":", 1)[1])
+            number = -1 if table is None else numbers[table.doc_id]
         if table is not None:
             table.columns[doc_id] = name
-            note = " ".join(str(t) for t in (description, comment) if t) if comment or description else ""
-            columns.add(doc_id, numbers[table.doc_id], name, note,
-                        value_text(samples) if samples and kind == "string" else "")
+            columns.add(number, name, str(comment) if comment else "", value_text(samples) if samples else "")
     folded = _fold_copies(tables, {row[0]: row[7] for row in table_rows if row[7]})
     skipped = np.zeros(len(tables), dtype=bool)  # folded copies add no words: their parent has them all
     skipped[[numbers[t] for t in folded]] = True
@@ -210,7 +219,7 @@ def build(index: RetrievalIndex) -> Lexicon:
         generation=generation, tables=tables, postings=postings, df={w: len(p.tables) for w, p in postings.items()},
         tokens=frozenset(tokens), units=units, unit_keys=unit_keys, folded=folded,
         adjacent={table: frozenset(found) for table, found in neighbours.items()}, unit_df=unit_df,
-        table_ids=table_ids, column_ids=columns.ordered(),
+        table_ids=table_ids, column_ids=column_ids(tables),
         name_part_tables={part: np.asarray(found, dtype=np.int32) for part, found in part_tables.items()},
         part_counts=np.asarray([len(t.name_parts) for t in tables.values()], dtype=np.float32),
         connection_of=np.asarray([t.connection for t in tables.values()], dtype=object),
@@ -266,7 +275,6 @@ class _Columns:
     def __init__(self, words: _Vocabulary) -> None:
         self.words = words
         self.phrase_numbers: dict[tuple[str, str], int] = {}
-        self._docs: list[str] = []
         self._tables: list[int] = []
         self._names: list[int] = []
         self._noted: list[int] = []  # positions of the columns with a comment
@@ -277,7 +285,7 @@ class _Columns:
         self._valued: list[int] = []  # positions of the columns with sampled values that name things
         self._value_keys = _Packed()
 
-    def add(self, doc_id: str, table: int, name: str, note: str, values: str = "") -> None:
+    def add(self, table: int, name: str, note: str, values: str = "") -> None:
         number = self._name_numbers.get(name)
         if number is None:
             number = self._name_numbers[name] = self._name_keys.add(
@@ -288,23 +296,19 @@ class _Columns:
             said = self._note_numbers.get(note)
             if said is None:
                 said = self._note_numbers[note] = self._note_keys.add(self.words.numbers(note_keys(note)))
-            self._noted.append(len(self._docs))
+            self._noted.append(len(self._tables))
             self._notes.append(said)
         if values:
             keys = note_keys(values)
             if keys:
-                self._valued.append(len(self._docs))
+                self._valued.append(len(self._tables))
                 self._value_keys.add(self.words.numbers(keys))
-        self._docs.append(doc_id)
         self._tables.append(table)
         self._names.append(number)
 
     def _order(self) -> np.ndarray[Any, Any]:
         """Positions in column-number order: table by table, each table's columns as the index holds them."""
         return np.argsort(np.asarray(self._tables, dtype=np.int64), kind="stable")
-
-    def ordered(self) -> list[str]:
-        return [self._docs[i] for i in self._order().tolist()]
 
     def rows(self, skipped: np.ndarray[Any, Any]) -> tuple[_Found, _Found]:
         """(word, table, where, column) rows of the column names and comments, (phrase, table, column) rows of

@@ -35,7 +35,7 @@ from packs.discover.lexicon import Lexicon, Posting, Table
 if TYPE_CHECKING:
     from khive.index.engine import RetrievalIndex
 
-FORMAT = 1
+FORMAT = 2  # 2: no column_ids member (they are the tables' columns in order)
 _POSTING_ARRAYS = ("tables", "where", "evidence", "columns")
 
 
@@ -112,7 +112,7 @@ def write(target: Path, key: str, lex: Lexicon) -> None:
         "tokens": sorted(lex.tokens), "units": list(lex.units.items()),
         "unit_keys": [[unit, sorted(words)] for unit, words in lex.unit_keys.items()], "folded": lex.folded,
         "adjacent": {table: sorted(found) for table, found in lex.adjacent.items()}, "unit_df": lex.unit_df,
-        "column_ids": lex.column_ids, "by_initial": lex.by_initial,
+        "by_initial": lex.by_initial,
     }
     arrays["rest"] = np.frombuffer(orjson.dumps(rest), dtype=np.uint8)
     def save(handle: BinaryIO) -> None:
@@ -178,7 +178,7 @@ def _unpacked(arrays: dict[str, np.ndarray[Any, Any]], generation: int) -> Lexic
         tokens=frozenset(rest["tokens"]), units={int(unit): found for unit, found in rest["units"]},
         unit_keys={int(unit): frozenset(words) for unit, words in rest["unit_keys"]}, folded=rest["folded"],
         adjacent={table: frozenset(found) for table, found in rest["adjacent"].items()}, unit_df=rest["unit_df"],
-        table_ids=list(tables), column_ids=rest["column_ids"],
+        table_ids=list(tables), column_ids=lexicon.column_ids(tables),
         name_part_tables={part: part_tables[a:b] for part, (a, b) in zip(parts, pairwise(part_bounds), strict=True)},
         part_counts=arrays["part_counts"],
         connection_of=np.asarray([t.connection for t in tables.values()], dtype=object),

@@ -36,6 +36,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Literal
 
 from khive.connections.catalog import CatalogSnapshot, Column, ColumnSample, Table
@@ -531,6 +532,9 @@ def _logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
+_ordinal = attrgetter("ordinal")
+
+
 def infer_relationships(snapshot: CatalogSnapshot, *, accept: float = 0.85, review: float = 0.55,
                         include_views: bool = False) -> list[InferredRelationship]:
     """Likely links not declared as foreign keys, best first per child column, in a stable order."""
@@ -538,10 +542,12 @@ def infer_relationships(snapshot: CatalogSnapshot, *, accept: float = 0.85, revi
     kept: list[_Candidate] = []
     for child in inference.infos:
         declared_columns, declared_links = _declared(child.table)
-        for column in sorted(child.table.columns, key=lambda c: c.ordinal):
+        for column in sorted(child.table.columns, key=_ordinal):
             if column.name in declared_columns:
                 continue
             found = inference.candidates_for(child, column)
+            if not found:  # most columns of a warehouse reference nothing
+                continue
             for candidate in found:
                 inference.finish(candidate)
             kept.extend(_select(found))

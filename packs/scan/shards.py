@@ -260,9 +260,22 @@ def _scalar(value: Any, key: bool = False) -> str:
 
 
 # The text of a sequence's mapping item (its lines joined), for one render: by the item itself when
-# ``scan_entry`` shared it (the same object, the same text), else by (pad, its items, their values' types: True
-# and 1 are equal keys).
-_MadeKey = tuple[str, tuple[tuple[str, Any], ...], tuple[type, ...]]
+# ``scan_entry`` shared it (the same object, the same text), else by (pad, each key with its value and the value's
+# type: True and 1 are equal keys). A list of scalars counts as its items and their types, so the foreign keys
+# and relationships that many tables share (``customer_id -> customer.id``) are written once too.
+_MadeKey = tuple[str, tuple[tuple[Any, ...], ...]]
+
+
+def _made_key(pad: str, item: dict[str, Any]) -> _MadeKey:
+    """The key of ``item``'s text; hashing it raises TypeError when a value is not made of scalars."""
+    parts: list[tuple[Any, ...]] = []
+    for key, value in item.items():
+        kind = type(value)
+        if kind is list or kind is tuple:
+            parts.append((key, kind, tuple(value), tuple(map(type, value))))
+        else:
+            parts.append((key, kind, value))
+    return pad, tuple(parts)
 
 
 class _Made:
@@ -316,10 +329,10 @@ def _sequence(items: list[Any] | tuple[Any, ...], pad: str, lines: list[str], ma
             if not item:
                 raise _Unsure
             # columns repeat across tables (id, created_at, the same comment): their lines are made once
-            key: _MadeKey = (pad, tuple(item.items()), tuple(map(type, item.values())))
+            key = _made_key(pad, item)
             try:
                 done, hashable = made.by_value.get(key), True
-            except TypeError:  # an unhashable value (a list of samples): this item is written as it comes
+            except TypeError:  # a value that is no scalar (a JSON sample): this item is written as it comes
                 done, hashable = None, False
             if done is None:
                 start = len(lines)

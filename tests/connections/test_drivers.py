@@ -673,6 +673,38 @@ def test_postgres_catalog_query_count_does_not_grow_with_tables(pg_database: str
 
 
 @pytest.mark.postgres
+def test_postgres_defaults_are_printed_as_postgres_prints_them(pg_database: str) -> None:
+    """Defaults (constants, casts, sequences, functions) and generated columns' expressions, which name other
+    columns: each as ``pg_get_expr`` prints it for its table."""
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        conn.execute("CREATE SEQUENCE n; CREATE TABLE g (a int DEFAULT 7, b int GENERATED ALWAYS AS (a * 2) STORED, "
+                     "c text DEFAULT 'x', d timestamptz DEFAULT now(), e bigint DEFAULT nextval('n'), "
+                     "f numeric(4,1) DEFAULT (1.5 + 2), h int GENERATED ALWAYS AS (a + length(c)) STORED)")
+        printed = dict(conn.execute("SELECT a.attname, pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute AS a "
+                                    "JOIN pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+                                    "WHERE a.attrelid = 'g'::regclass").fetchall())
+    with PostgresDriver("defaults", config("postgres"), {"url": pg_database}) as driver:
+        (table,) = driver.read_catalog().tables
+    assert {c.name: c.default for c in table.columns} == printed
+    assert printed["b"] == "(a * 2)" and len(printed) == 7
+
+
+@pytest.mark.postgres
+def test_postgres_equal_columns_differ_by_their_keys(pg_database: str) -> None:
+    """Tables repeat a column exactly (name, type, position): it is one column, but a primary or a foreign key
+    on it makes it another (the key columns are identifiers; the plain ones are not)."""
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        conn.execute("CREATE TABLE a (code text NOT NULL PRIMARY KEY); "
+                     "CREATE TABLE b (code text NOT NULL REFERENCES a); "
+                     "CREATE TABLE c (code text NOT NULL); CREATE TABLE d (code text NOT NULL);")
+    with PostgresDriver("keys", config("postgres"), {"url": pg_database}) as driver:
+        columns = {t.name: t.columns[0] for t in driver.read_catalog().tables}
+    plain = col("code", 1, "text", "string", "categorical", nullable=False)
+    assert columns == {"a": plain.model_copy(update={"primary_key": True, "dimension_type": "identifier"}),
+                       "b": plain.model_copy(update={"dimension_type": "identifier"}), "c": plain, "d": plain}
+
+
+@pytest.mark.postgres
 @pytest.mark.parametrize(("schemas", "names"), [
     ({"include": ["crm"]}, ["crm.customers"]),
     ({"exclude": ["crm", "public"]}, ["sales.big_orders", "sales.customers_by_status", "sales.events",

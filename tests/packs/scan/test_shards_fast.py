@@ -66,6 +66,43 @@ def test_render_writes_repeated_columns_as_ruamel_does() -> None:
     assert "default: true" in text and "default: 1\n" in text and "default: 1.0" in text
 
 
+LINK_ITEM = st.sampled_from(["id", "1", 1, True, 1.0, "customer_id", "yes"])
+LINK = st.fixed_dictionaries({"columns": st.lists(LINK_ITEM, min_size=1, max_size=2),
+                              "refDb": st.sampled_from(["s", "t"]), "refTable": st.sampled_from(["a", "b"]),
+                              "refColumns": st.lists(LINK_ITEM, min_size=1, max_size=2)})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(HEADER, st.lists(LINK, min_size=1, max_size=4), st.data())
+def test_foreign_keys_repeated_across_tables_render_as_ruamel_does(header: dict[str, Any],
+                                                                   pool: list[dict[str, Any]],
+                                                                   data: st.DataObject) -> None:
+    """Many tables name the same foreign keys and relationships (equal dicts, not one object): their lines are
+    made once per render, and lists Python holds equal but YAML writes differently ([1], [True], [1.0]) are
+    never taken for one another."""
+    column = {"name": "id", "type": "integer", "nativeType": "bigint", "dimensionType": "identifier",
+              "nullable": False}
+    entries = {f"t{i}": {"kind": "table", "columns": [column],
+                         "foreignKeys": [dict(link) for link in data.draw(st.lists(st.sampled_from(pool), min_size=1,
+                                                                                   max_size=3))]}
+               for i in range(5)}
+    assert shards.render(header, entries) == merged(header, fresh(entries))
+
+
+def test_foreign_key_lists_of_equal_values_and_other_types_are_written_apart() -> None:
+    link = {"columns": ["code"], "refDb": "s", "refTable": "a"}
+    entries = {f"t{i}": {"kind": "table", "columns": [{"name": "code", "type": "string", "nativeType": "text",
+                                                       "dimensionType": "identifier", "nullable": False}],
+                         "foreignKeys": [{**link, "refColumns": [value]}]}
+               for i, value in enumerate([1, True, 1.0, "1", 1])}
+    header = {"connection": "wh", "catalog": None, "schema": "s"}
+    text = shards.render(header, entries)
+    assert text == merged(header, fresh(entries))
+    lines = text.splitlines()
+    assert [lines[at + 1].strip() for at, line in enumerate(lines) if line.strip() == "refColumns:"] == \
+        ["- 1", "- true", "- 1.0", "- '1'", "- 1"]
+
+
 def _entries(project: Path, connection: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     sync = latest_sync(project, connection)
     assert sync is not None
