@@ -82,6 +82,13 @@ class EdgeRuleError(ValueError):
     pass
 
 
+def _oldest_first(entry: tuple[tuple[str, str], tuple[int, int]]) -> tuple[int, str, str]:
+    """Files in the order they were last written (then by path): when two hold one document id, the one
+    written last is indexed last and wins, in a build from nothing as in a refresh after edits."""
+    (source, path), (mtime_ns, _) = entry
+    return mtime_ns, path, source
+
+
 class RetrievalIndex:
     def __init__(self, project: Path, sources: Sequence[IndexSource], *, embedder: Embedder | None = None,
                  edge_rules: Sequence[EdgeRule] = (), database: Path | None = None, watch: bool = True,
@@ -156,14 +163,14 @@ class RetrievalIndex:
                     set_page_cache_size(self.db, BUILD_PAGE_CACHE)
                     drop_secondary_indexes(self.db)
                     self._written = set()
-                for key, stamp in current.items():
+                for key in sorted(stored.keys() - current.keys()):  # first: a renamed file's ids are free again
+                    self._remove(key[0], key[1], report)
+                for key, stamp in sorted(current.items(), key=_oldest_first):  # an id in two files: the newest's
                     previous = stored.get(key)
                     if previous is None or previous[:2] != stamp or key[0] in stale_sources:
                         self._reindex(key[0], key[1],
                                       previous[2] if previous and key[0] not in stale_sources else None,
                                       report, holds_nothing=from_nothing)
-                for key in stored.keys() - current.keys():
-                    self._remove(key[0], key[1], report)
                 if from_nothing:
                     create_secondary_indexes(self.db)
                 self._record_source_versions()
