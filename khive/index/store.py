@@ -18,7 +18,7 @@ import orjson
 
 from khive.index import edgestore, leanrows
 from khive.index.documents import FIELDS, Document, DocumentBatch, Item
-from khive.sqlite_util import open_wal
+from khive.sqlite_util import immediate, open_wal, statements
 
 SCHEMA_VERSION = "3"  # 3: implied edges as docs.up/via, lean child rows (ADR 0050)
 
@@ -68,14 +68,21 @@ def scope_tokens(kind: str, connection: str | None) -> str:
 
 def connect(path: Path) -> sqlite3.Connection:
     db = open_wal(path)
-    version = _schema_version(db)
-    if version not in (None, SCHEMA_VERSION):
-        # A derived store: an old layout is dropped and rebuilt from the files.
-        for table in ("meta", "sources", "items", "docs", "docs_fts", "edges", "vectors"):
-            db.execute(f"DROP TABLE IF EXISTS {table}")
-    db.executescript(SCHEMA)
-    db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+    # One write transaction: two processes opening an index of an old layout at once drop it once (the second
+    # sees the first's version), and a process killed midway leaves the old layout whole, not a part of it.
+    with immediate(db):
+        if _schema_version(db) != SCHEMA_VERSION and _has_docs(db):
+            # A derived store of another layout (or of none recorded): dropped and rebuilt from the files.
+            for table in ("meta", "sources", "items", "docs", "docs_fts", "edges", "vectors"):
+                db.execute(f"DROP TABLE IF EXISTS {table}")
+        for statement in statements(SCHEMA):
+            db.execute(statement)
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
     return db
+
+
+def _has_docs(db: sqlite3.Connection) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'docs'").fetchone() is not None
 
 
 def _schema_version(db: sqlite3.Connection) -> str | None:

@@ -8,6 +8,7 @@ The source makes the scan's shape: a table ``Document`` followed by its columns 
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,29 @@ def test_a_document_taken_over_comes_back_when_the_newer_file_goes(tmp_path: Pat
             index.refresh()
         (project / "cat" / "c.jsonl").unlink()
         index.refresh()
+        assert answers(index) == fresh_answers(project, tmp_path)
+    finally:
+        index.close()
+
+
+def test_an_index_left_half_upgraded_is_rebuilt(tmp_path: Path) -> None:
+    """A process killed while dropping an index of the previous layout (schema 2) could leave its ``docs`` table
+    without the ``meta`` that names its version; the next open must not take it for the current layout."""
+    project = tmp_path / "project"
+    write(project, "a.jsonl", [orders(), CUSTOMERS])
+    database = project / ".khive" / "index.sqlite"
+    database.parent.mkdir()
+    old = sqlite3.connect(database)
+    old.executescript("""
+        CREATE TABLE docs (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,
+            connection TEXT, title TEXT NOT NULL, source TEXT NOT NULL, path TEXT NOT NULL, metadata TEXT NOT NULL);
+        INSERT INTO docs VALUES (1, 'stale', 'table', NULL, 'stale', 'cat', 'cat/a.jsonl', '{}');
+    """)
+    old.close()
+    index = open_index(project)
+    try:
+        index.refresh()
+        assert index.get("stale", refresh=False) is None
         assert answers(index) == fresh_answers(project, tmp_path)
     finally:
         index.close()
