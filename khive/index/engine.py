@@ -56,6 +56,7 @@ from khive.index.store import (
     kinds_of,
     page_cache_size,
     set_page_cache_size,
+    shadowed_files,
 )
 from khive.index.watch import ChangeWatcher
 from khive.limits import DEFAULT_LIMITS, Limits, applied
@@ -256,24 +257,24 @@ class RetrievalIndex:
             self.db.execute("UPDATE items SET mtime_ns = ?, size = ? WHERE source = ? AND path = ?",
                             (stat.st_mtime_ns, stat.st_size, source_name, relative))
             return
-        if not holds_nothing:
-            delete_item_docs(self.db, source_name, relative)
+        held = [] if holds_nothing else delete_item_docs(self.db, source_name, relative)
         error: str | None = None
         try:
             documents = self.sources[source_name].documents(relative, data.decode("utf-8"))
-            self._insert(source_name, relative, documents)
+            self._insert(source_name, relative, documents, stat.st_mtime_ns)
         except (ValueError, UnicodeDecodeError, EdgeRuleError) as exc:
             error = str(exc)
             report.errors[relative] = error
-            delete_item_docs(self.db, source_name, relative)
+            held += delete_item_docs(self.db, source_name, relative)
             log.warning("index: %s: %s", relative, error)
         self.db.execute("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?)",
                         (source_name, relative, stat.st_mtime_ns, stat.st_size, sha, error))
         report.reindexed += 1
+        self._bring_back(held, report)
 
     def _record_unread(self, source_name: str, relative: str, error: str, report: RefreshReport) -> None:
         """A file the index will not read (a symlink): no documents, and the reason kept for ``item_errors``."""
-        delete_item_docs(self.db, source_name, relative)
+        self._bring_back(delete_item_docs(self.db, source_name, relative), report)
         try:
             stat = os.lstat(self.project / relative)
         except FileNotFoundError:
@@ -285,11 +286,19 @@ class RetrievalIndex:
         report.reindexed += 1
 
     def _remove(self, source_name: str, relative: str, report: RefreshReport) -> None:
-        delete_item_docs(self.db, source_name, relative)
+        held = delete_item_docs(self.db, source_name, relative)
         self.db.execute("DELETE FROM items WHERE source = ? AND path = ?", (source_name, relative))
         report.removed += 1
+        self._bring_back(held, report)
 
-    def _insert(self, source_name: str, relative: str, items: Sequence[Item]) -> None:
+    def _bring_back(self, held: Sequence[str], report: RefreshReport) -> None:
+        """Files whose document of one of ``held`` (ids a file just gave up) waited behind it are read again:
+        the index then holds what one built from nothing holds (ADR 0051)."""
+        for source_name, relative in shadowed_files(self.db, held):
+            if source_name in self.sources:
+                self._reindex(source_name, relative, None, report)
+
+    def _insert(self, source_name: str, relative: str, items: Sequence[Item], mtime_ns: int) -> None:
         """One file's documents: checked, then written a table at a time (one by one only when an id clashes)."""
         ids = [doc_id for item in items for doc_id in (item.ids if isinstance(item, DocumentBatch) else (item.id,))]
         own = set(ids)
@@ -298,9 +307,10 @@ class RetrievalIndex:
         if written is not None:
             written |= own
         if clash:
-            for document in expand(items):  # the newest wins, in file order, as insert_doc replaces
-                rowid = insert_doc(self.db, source_name, relative, document, self._checked_edges(document))
-                self._store_vectors([rowid], [document])
+            for document in expand(items):  # the newest file wins, in file order the last (insert_doc)
+                rowid = insert_doc(self.db, source_name, relative, document, self._checked_edges(document), mtime_ns)
+                if rowid is not None:
+                    self._store_vectors([rowid], [document])
             return
         # none of them is indexed (checked above): only the other targets are looked up
         kinds = kinds_of(self.db, sorted({edge.target for item in items if isinstance(item, Document)

@@ -20,7 +20,7 @@ from khive.index import edgestore, leanrows
 from khive.index.documents import FIELDS, Document, DocumentBatch, Item
 from khive.sqlite_util import immediate, open_wal, statements
 
-SCHEMA_VERSION = "3"  # 3: implied edges as docs.up/via, lean child rows (ADR 0050)
+SCHEMA_VERSION = "4"  # 3: implied edges as docs.up/via, lean child rows (ADR 0050); 4: shadowed (ADR 0051)
 
 # Lookups only, no constraint: a build from an empty index drops them and creates them again at its end, one
 # sort each instead of a b-tree insert per row (ADR 0048).
@@ -49,6 +49,9 @@ CREATE TABLE IF NOT EXISTS edges (
     source_id TEXT NOT NULL, relation TEXT NOT NULL, target_id TEXT NOT NULL, metadata TEXT NOT NULL,
     PRIMARY KEY (source_id, relation, target_id)
 );
+CREATE TABLE IF NOT EXISTS shadowed (  -- a file's document whose id a newer file's holds (ADR 0051)
+    id TEXT NOT NULL, source TEXT NOT NULL, path TEXT NOT NULL, PRIMARY KEY (id, source, path)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS vectors (
     doc_rowid INTEGER PRIMARY KEY, embedder TEXT NOT NULL, vector BLOB NOT NULL
 );
@@ -73,7 +76,7 @@ def connect(path: Path) -> sqlite3.Connection:
     with immediate(db):
         if _schema_version(db) != SCHEMA_VERSION and _has_docs(db):
             # A derived store of another layout (or of none recorded): dropped and rebuilt from the files.
-            for table in ("meta", "sources", "items", "docs", "docs_fts", "edges", "vectors"):
+            for table in ("meta", "sources", "items", "docs", "docs_fts", "edges", "vectors", "shadowed"):
                 db.execute(f"DROP TABLE IF EXISTS {table}")
         for statement in statements(SCHEMA):
             db.execute(statement)
@@ -121,7 +124,8 @@ def create_secondary_indexes(db: sqlite3.Connection) -> None:
         db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {on}")
 
 
-def delete_item_docs(db: sqlite3.Connection, source: str, path: str) -> None:
+def delete_item_docs(db: sqlite3.Connection, source: str, path: str) -> list[str]:
+    """Remove one file's documents; the ids it held (another file's document of one of them may come back)."""
     rows = db.execute(f"SELECT rowid, id FROM docs AS d WHERE {leanrows.OF_FILE} UNION ALL "
                       f"SELECT rowid, id FROM docs AS d WHERE {leanrows.CHILD_OF_FILE}", (source, path) * 2).fetchall()
     for rowid, doc_id in rows:
@@ -129,13 +133,22 @@ def delete_item_docs(db: sqlite3.Connection, source: str, path: str) -> None:
         db.execute("DELETE FROM vectors WHERE doc_rowid = ?", (rowid,))
         db.execute("DELETE FROM edges WHERE source_id = ?", (doc_id,))
         db.execute("DELETE FROM docs WHERE rowid = ?", (rowid,))
+    db.execute("DELETE FROM shadowed WHERE source = ? AND path = ?", (source, path))
+    return [str(row[1]) for row in rows]
 
 
 def insert_doc(db: sqlite3.Connection, source: str, path: str, doc: Document,
-               edges: Iterable[tuple[str, str, Any]]) -> int:
-    # A document id owned by another file (a duplicate key) is replaced: the newest file wins.
-    old = db.execute("SELECT rowid FROM docs WHERE id = ?", (doc.id,)).fetchone()
+               edges: Iterable[tuple[str, str, Any]], mtime_ns: int) -> int | None:
+    """Insert ``doc`` of the file ``path`` (last written at ``mtime_ns``); its rowid. A document of the same id
+    from another file is replaced when that file is not newer, else ``doc`` waits in ``shadowed`` (None)."""
+    old = db.execute(f"SELECT d.rowid, {leanrows.SOURCE}, {leanrows.PATH} FROM docs AS d WHERE d.id = ?",
+                     (doc.id,)).fetchone()
     if old is not None:
+        if (old[1], old[2]) != (source, path):
+            if _newer(db, (old[1], old[2]), (mtime_ns, path)):
+                db.execute("INSERT OR IGNORE INTO shadowed VALUES (?, ?, ?)", (doc.id, source, path))
+                return None
+            db.execute("INSERT OR IGNORE INTO shadowed VALUES (?, ?, ?)", (doc.id, old[1], old[2]))
         edgestore.keep_implied_edges(db, old[0])
         db.execute("DELETE FROM docs_fts WHERE rowid = ?", (old[0],))
         db.execute("DELETE FROM vectors WHERE doc_rowid = ?", (old[0],))
@@ -146,6 +159,23 @@ def insert_doc(db: sqlite3.Connection, source: str, path: str, doc: Document,
     db.execute(_INSERT_FTS, _fts_row(rowid, doc))
     db.executemany(_INSERT_EDGE, edgestore.edge_rows(doc.id, edges))
     return rowid
+
+
+def _newer(db: sqlite3.Connection, holder: tuple[str, str], stamp: tuple[int, str]) -> bool:
+    """Whether the file ``holder`` (source, path) was written after ``stamp`` (mtime_ns, path; the path breaks
+    a tie), as recorded when it was last indexed."""
+    row = db.execute("SELECT mtime_ns FROM items WHERE source = ? AND path = ?", holder).fetchone()
+    return row is not None and (int(row[0]), holder[1]) > stamp
+
+
+def shadowed_files(db: sqlite3.Connection, ids: Sequence[str]) -> list[tuple[str, str]]:
+    """(source, path) of the files with a document waiting in ``shadowed`` for one of ``ids`` no file holds now."""
+    if not ids:
+        return []
+    rows = db.execute("SELECT DISTINCT s.source, s.path FROM shadowed AS s WHERE s.id IN (SELECT value FROM "
+                      "json_each(?)) AND NOT EXISTS (SELECT 1 FROM docs WHERE docs.id = s.id) ORDER BY 1, 2",
+                      (orjson.dumps(list(ids)).decode(),)).fetchall()
+    return [(str(r[0]), str(r[1])) for r in rows]
 
 
 def insert_new_docs(db: sqlite3.Connection, source: str, path: str, items: Sequence[Item],
