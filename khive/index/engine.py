@@ -141,8 +141,6 @@ class RetrievalIndex:
             self._watcher = ChangeWatcher(self._roots())
             self._watcher.start()  # before the walk, so nothing written during it is missed
         report = RefreshReport(full=True)
-        stored = self._stored_items()
-        stale_sources = self._stale_sources()
         current: dict[tuple[str, str], tuple[int, int]] = {}
         suffixes = tuple(sorted({s for source in self.sources.values() for s in source.suffixes}))
         prefix = str(self.project) + os.sep  # the roots are under the (resolved) project, so are the paths
@@ -156,6 +154,10 @@ class RetrievalIndex:
         cache = page_cache_size(self.db)
         try:
             with self._transaction():
+                # What the index holds, read under the write lock: a process that waited for another's build
+                # sees what it wrote instead of building it again.
+                stored = self._stored_items()
+                stale_sources = self._stale_sources()
                 # A build from nothing (the first search after a scan): the lookup indexes are made once at the
                 # end, in the same transaction, so a killed build leaves the index as it was, indexes included; and
                 # a page cache that holds what it writes, so no page is written out and read back before the commit.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import pytest
 from khive.hookspecs import EdgeRule
 from khive.index.documents import Document, DocumentBatch, Edge, FileSource, Item
 from khive.index.embed import HashingEmbedder
-from khive.index.engine import RetrievalIndex
+from khive.index.engine import RefreshReport, RetrievalIndex
 
 RULES = (EdgeRule("contains", frozenset({"table"}), frozenset({"column"}), implied=True),
          EdgeRule("fk", frozenset({"table"}), frozenset({"table"})))
@@ -194,3 +195,39 @@ def test_an_index_left_half_upgraded_is_rebuilt(tmp_path: Path) -> None:
         assert answers(index) == fresh_answers(project, tmp_path)
     finally:
         index.close()
+
+
+def test_a_process_that_waited_for_anothers_build_does_not_build_again(tmp_path: Path) -> None:
+    """Two processes refreshing one index at once (two daemons, a daemon and the CLI): the second waits for the
+    first's write transaction, then finds the files indexed."""
+    project = tmp_path / "project"
+    for n in range(4):
+        write(project, f"f{n}.jsonl", [{"table": f"s{n}.t", "columns": ["id", "name"]}])
+    parsing, release = threading.Event(), threading.Event()
+
+    def slow(path: str, text: str) -> Sequence[Item]:
+        parsing.set()
+        release.wait(30)
+        return catalog(path, text)
+
+    first = RetrievalIndex(project, [FileSource("cat", ("cat",), (".jsonl",), slow)], embedder=HashingEmbedder(64),
+                           edge_rules=RULES, watch=False)
+    second = open_index(project)
+    reports: dict[str, RefreshReport] = {}
+    try:
+        builder = threading.Thread(target=lambda: reports.setdefault("first", first.refresh()))
+        builder.start()
+        assert parsing.wait(30)  # the first holds the write lock, building
+        waiter = threading.Thread(target=lambda: reports.setdefault("second", second.refresh()))
+        waiter.start()
+        waiter.join(0.5)  # the second walks the files, then waits for the lock
+        release.set()
+        builder.join(60)
+        waiter.join(60)
+        assert reports["first"].reindexed == 4
+        assert reports["second"].reindexed == 0 and reports["second"].removed == 0
+        assert answers(second) == fresh_answers(project, tmp_path)
+    finally:
+        release.set()
+        first.close()
+        second.close()
