@@ -53,6 +53,7 @@ from khive.index.store import (
     insert_doc,
     insert_new_docs,
     is_empty,
+    is_shadowed,
     kinds_of,
     page_cache_size,
     set_page_cache_size,
@@ -255,7 +256,8 @@ class RetrievalIndex:
             self._remove(source_name, relative, report)
             return
         sha = hashlib.sha256(data).hexdigest()
-        if sha == previous_sha:  # touched, not changed
+        if sha == previous_sha and not is_shadowed(self.db, source_name, relative):  # touched, not changed (a
+            # file with a document behind another file's is read again: written later now, it may win)
             self.db.execute("UPDATE items SET mtime_ns = ?, size = ? WHERE source = ? AND path = ?",
                             (stat.st_mtime_ns, stat.st_size, source_name, relative))
             return

@@ -52,6 +52,7 @@ CREATE TABLE IF NOT EXISTS edges (
 CREATE TABLE IF NOT EXISTS shadowed (  -- a file's document whose id a newer file's holds (ADR 0051)
     id TEXT NOT NULL, source TEXT NOT NULL, path TEXT NOT NULL, PRIMARY KEY (id, source, path)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS shadowed_item ON shadowed (source, path);
 CREATE TABLE IF NOT EXISTS vectors (
     doc_rowid INTEGER PRIMARY KEY, embedder TEXT NOT NULL, vector BLOB NOT NULL
 );
@@ -166,6 +167,12 @@ def _newer(db: sqlite3.Connection, holder: tuple[str, str], stamp: tuple[int, st
     a tie), as recorded when it was last indexed."""
     row = db.execute("SELECT mtime_ns FROM items WHERE source = ? AND path = ?", holder).fetchone()
     return row is not None and (int(row[0]), holder[1]) > stamp
+
+
+def is_shadowed(db: sqlite3.Connection, source: str, path: str) -> bool:
+    """Whether a document of this file waits in ``shadowed`` behind another file's of the same id."""
+    return db.execute("SELECT 1 FROM shadowed WHERE source = ? AND path = ? LIMIT 1", (source, path)).fetchone() \
+        is not None
 
 
 def shadowed_files(db: sqlite3.Connection, ids: Sequence[str]) -> list[tuple[str, str]]:

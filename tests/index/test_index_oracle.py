@@ -7,6 +7,7 @@ The source makes the scan's shape: a table ``Document`` followed by its columns 
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import threading
@@ -116,8 +117,9 @@ def orders(columns: Sequence[str] = ("id", "customer", "name"), **extra: Any) ->
 
 CUSTOMERS = {"table": "public.customers", "comment": "who orders", "columns": ["id", "name"], "fk": ["public.orders"]}
 
-# Each step: files written (a list of specs) or removed (None), in order; the index is refreshed after each.
-STEPS: list[dict[str, list[dict[str, Any]] | None]] = [
+# Each step: files written (a list of specs), removed (None) or touched ("touch"), in order; the index is refreshed
+# after each.
+STEPS: list[dict[str, list[dict[str, Any]] | str | None]] = [
     {"a.jsonl": [orders(), CUSTOMERS]},
     {"a.jsonl": [orders(("id", "customer", "name", "total")), CUSTOMERS]},  # a column added
     {"a.jsonl": [orders(("id", "name", "total")), CUSTOMERS]},  # removed
@@ -132,6 +134,8 @@ STEPS: list[dict[str, list[dict[str, Any]] | None]] = [
     {"e.jsonl": [orders(("id", "total", "x"))]},  # a newer file takes the table and its columns
     {"d.jsonl": [orders(("id", "total"), comment="edited")]},  # the older one edited after: now the newest
     {"d.jsonl": [{"column": "column:wh:public.orders.total"}]},  # gives up the table: e.jsonl's back
+    {"d.jsonl": [orders(("id",), comment="again")]},  # takes it again
+    {"e.jsonl": "touch"},  # the other touched, not changed: now the newest, its table wins
     {"e.jsonl": None},
     {"d.jsonl": [{"table": "we.ird \"s\".tä.b'le", "columns": ["c.ol", "ç\"x", "y" * 300]},
                  orders(("id",), samples="not a list", comment="é" * 40)]},  # odd names, samples not a list
@@ -149,8 +153,10 @@ def test_an_edited_index_answers_as_one_built_from_nothing(tmp_path: Path, watch
             for name, specs in step.items():
                 if specs is None:
                     (project / "cat" / name).unlink()
+                elif specs == "touch":
+                    os.utime(project / "cat" / name)
                 else:
-                    write(project, name, specs)
+                    write(project, name, list(specs))
             index.refresh()
             assert answers(index) == fresh_answers(project, tmp_path), f"after step {n}: {step}"
     finally:
@@ -161,11 +167,11 @@ def test_a_document_taken_over_comes_back_when_the_newer_file_goes(tmp_path: Pat
     project = tmp_path / "project"
     index = open_index(project)
     try:
-        steps: list[dict[str, list[dict[str, Any]] | None]] = [
+        steps: list[dict[str, list[dict[str, Any]] | str | None]] = [
             *STEPS[:1], {"c.jsonl": [{"table": "public.orders", "comment": "taken over"}]}]
         for step in steps:
             for name, specs in step.items():
-                write(project, name, specs or [])
+                write(project, name, list(specs or []))
             index.refresh()
         (project / "cat" / "c.jsonl").unlink()
         index.refresh()
