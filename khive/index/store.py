@@ -25,7 +25,8 @@ SCHEMA_VERSION = "4"  # 3: implied edges as docs.up/via, lean child rows (ADR 00
 # Lookups only, no constraint: a build from an empty index drops them and creates them again at its end, one
 # sort each instead of a b-tree insert per row (ADR 0048).
 SECONDARY_INDEXES = {"docs_item": "docs (source, path) WHERE up IS NULL", "docs_kind": "docs (kind)",
-                     "docs_up": "docs (up) WHERE up IS NOT NULL", "edges_target": "edges (target_id, relation)"}
+                     "docs_up": "docs (up) WHERE up IS NOT NULL", "edges_target": "edges (target_id, relation)",
+                     "shadowed_item": "shadowed (source, path)"}
 
 _CREATE_SECONDARY = "\n".join(f"CREATE INDEX IF NOT EXISTS {name} ON {on};" for name, on in SECONDARY_INDEXES.items())
 
@@ -52,7 +53,6 @@ CREATE TABLE IF NOT EXISTS edges (
 CREATE TABLE IF NOT EXISTS shadowed (  -- a file's document whose id a newer file's holds (ADR 0051)
     id TEXT NOT NULL, source TEXT NOT NULL, path TEXT NOT NULL, PRIMARY KEY (id, source, path)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS shadowed_item ON shadowed (source, path);
 CREATE TABLE IF NOT EXISTS vectors (
     doc_rowid INTEGER PRIMARY KEY, embedder TEXT NOT NULL, vector BLOB NOT NULL
 );
