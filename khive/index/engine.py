@@ -41,7 +41,7 @@ from khive.index.documents import (
     previous_document,
 )
 from khive.index.embed import CellEmbedder, Embedder
-from khive.index.scanstat import stat_walk_paths
+from khive.index.scanstat import oldest_first, stat_walk_paths
 from khive.index.store import (
     BUILD_PAGE_CACHE,
     connect,
@@ -82,13 +82,6 @@ class RefreshReport:
 
 class EdgeRuleError(ValueError):
     pass
-
-
-def _oldest_first(entry: tuple[tuple[str, str], tuple[int, int]]) -> tuple[int, str, str]:
-    """Files in the order they were last written (then by path): when two hold one document id, the one
-    written last is indexed last and wins, in a build from nothing as in a refresh after edits."""
-    (source, path), (mtime_ns, _) = entry
-    return mtime_ns, path, source
 
 
 class RetrievalIndex:
@@ -169,7 +162,7 @@ class RetrievalIndex:
                     self._written = set()
                 for key in sorted(stored.keys() - current.keys()):  # first: a renamed file's ids are free again
                     self._remove(key[0], key[1], report)
-                for key, stamp in sorted(current.items(), key=_oldest_first):  # an id in two files: the newest's
+                for key, stamp in sorted(current.items(), key=oldest_first):  # an id in two files: the newest's
                     previous = stored.get(key)
                     if previous is None or previous[:2] != stamp or key[0] in stale_sources:
                         self._reindex(key[0], key[1],
