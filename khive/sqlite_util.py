@@ -47,3 +47,14 @@ def immediate(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
+
+def statements(script: str) -> list[str]:
+    """A script's statements, to run them inside one transaction (executescript would commit first)."""
+    found, current = [], ""
+    for line in script.strip().splitlines():
+        current += line + "\n"
+        if sqlite3.complete_statement(current):
+            found.append(current)
+            current = ""
+    return found

@@ -34,7 +34,7 @@ from khive.audit.recovery import (
 )
 from khive.audit.store import AuditQuery, glob_to_like
 from khive.errors import KhiveError, spellings
-from khive.sqlite_util import immediate, open_wal
+from khive.sqlite_util import immediate, open_wal, statements
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit_events (
@@ -142,13 +142,13 @@ class SqliteAuditStore:
         with immediate(self._db):  # several processes may open an old file at once: one migrates
             if self._db.execute("PRAGMA user_version").fetchone()[0] >= _VERSION:
                 return
-            for statement in _statements(SCHEMA):
+            for statement in statements(SCHEMA):
                 self._db.execute(statement)
             have = {row[1] for row in self._db.execute("PRAGMA table_info(audit_events)")}
             for name, declaration in _ADDED.items():
                 if name not in have:
                     self._db.execute(f"ALTER TABLE audit_events ADD COLUMN {name} {declaration}")
-            for statement in _statements(_WRITE_AHEAD):
+            for statement in statements(_WRITE_AHEAD):
                 self._db.execute(statement)
             self._db.execute(f"PRAGMA user_version = {_VERSION}")
 
@@ -260,17 +260,6 @@ class SqliteAuditStore:
     async def aclose(self) -> None:
         with self._lock:
             self._db.close()
-
-
-def _statements(script: str) -> list[str]:
-    """A script's statements, to run them inside one transaction (executescript would commit first)."""
-    statements, current = [], ""
-    for line in script.strip().splitlines():
-        current += line + "\n"
-        if sqlite3.complete_statement(current):
-            statements.append(current)
-            current = ""
-    return statements
 
 
 def _ts(raw: object) -> datetime:

@@ -41,7 +41,7 @@ from khive.index.documents import (
     previous_document,
 )
 from khive.index.embed import CellEmbedder, Embedder
-from khive.index.scanstat import stat_walk_paths
+from khive.index.scanstat import oldest_first, stat_walk_paths
 from khive.index.store import (
     BUILD_PAGE_CACHE,
     connect,
@@ -53,9 +53,11 @@ from khive.index.store import (
     insert_doc,
     insert_new_docs,
     is_empty,
+    is_shadowed,
     kinds_of,
     page_cache_size,
     set_page_cache_size,
+    shadowed_files,
 )
 from khive.index.watch import ChangeWatcher
 from khive.limits import DEFAULT_LIMITS, Limits, applied
@@ -133,8 +135,6 @@ class RetrievalIndex:
             self._watcher = ChangeWatcher(self._roots())
             self._watcher.start()  # before the walk, so nothing written during it is missed
         report = RefreshReport(full=True)
-        stored = self._stored_items()
-        stale_sources = self._stale_sources()
         current: dict[tuple[str, str], tuple[int, int]] = {}
         suffixes = tuple(sorted({s for source in self.sources.values() for s in source.suffixes}))
         prefix = str(self.project) + os.sep  # the roots are under the (resolved) project, so are the paths
@@ -148,6 +148,10 @@ class RetrievalIndex:
         cache = page_cache_size(self.db)
         try:
             with self._transaction():
+                # What the index holds, read under the write lock: a process that waited for another's build
+                # sees what it wrote instead of building it again.
+                stored = self._stored_items()
+                stale_sources = self._stale_sources()
                 # A build from nothing (the first search after a scan): the lookup indexes are made once at the
                 # end, in the same transaction, so a killed build leaves the index as it was, indexes included; and
                 # a page cache that holds what it writes, so no page is written out and read back before the commit.
@@ -156,14 +160,14 @@ class RetrievalIndex:
                     set_page_cache_size(self.db, BUILD_PAGE_CACHE)
                     drop_secondary_indexes(self.db)
                     self._written = set()
-                for key, stamp in current.items():
+                for key in sorted(stored.keys() - current.keys()):  # first: a renamed file's ids are free again
+                    self._remove(key[0], key[1], report)
+                for key, stamp in sorted(current.items(), key=oldest_first):  # an id in two files: the newest's
                     previous = stored.get(key)
                     if previous is None or previous[:2] != stamp or key[0] in stale_sources:
                         self._reindex(key[0], key[1],
                                       previous[2] if previous and key[0] not in stale_sources else None,
                                       report, holds_nothing=from_nothing)
-                for key in stored.keys() - current.keys():
-                    self._remove(key[0], key[1], report)
                 if from_nothing:
                     create_secondary_indexes(self.db)
                 self._record_source_versions()
@@ -245,28 +249,29 @@ class RetrievalIndex:
             self._remove(source_name, relative, report)
             return
         sha = hashlib.sha256(data).hexdigest()
-        if sha == previous_sha:  # touched, not changed
+        if sha == previous_sha and not is_shadowed(self.db, source_name, relative):  # touched, not changed (a
+            # file with a document behind another file's is read again: written later now, it may win)
             self.db.execute("UPDATE items SET mtime_ns = ?, size = ? WHERE source = ? AND path = ?",
                             (stat.st_mtime_ns, stat.st_size, source_name, relative))
             return
-        if not holds_nothing:
-            delete_item_docs(self.db, source_name, relative)
+        held = [] if holds_nothing else delete_item_docs(self.db, source_name, relative)
         error: str | None = None
         try:
             documents = self.sources[source_name].documents(relative, data.decode("utf-8"))
-            self._insert(source_name, relative, documents)
+            self._insert(source_name, relative, documents, stat.st_mtime_ns)
         except (ValueError, UnicodeDecodeError, EdgeRuleError) as exc:
             error = str(exc)
             report.errors[relative] = error
-            delete_item_docs(self.db, source_name, relative)
+            held += delete_item_docs(self.db, source_name, relative)
             log.warning("index: %s: %s", relative, error)
         self.db.execute("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?)",
                         (source_name, relative, stat.st_mtime_ns, stat.st_size, sha, error))
         report.reindexed += 1
+        self._bring_back(held, report)
 
     def _record_unread(self, source_name: str, relative: str, error: str, report: RefreshReport) -> None:
         """A file the index will not read (a symlink): no documents, and the reason kept for ``item_errors``."""
-        delete_item_docs(self.db, source_name, relative)
+        self._bring_back(delete_item_docs(self.db, source_name, relative), report)
         try:
             stat = os.lstat(self.project / relative)
         except FileNotFoundError:
@@ -278,11 +283,19 @@ class RetrievalIndex:
         report.reindexed += 1
 
     def _remove(self, source_name: str, relative: str, report: RefreshReport) -> None:
-        delete_item_docs(self.db, source_name, relative)
+        held = delete_item_docs(self.db, source_name, relative)
         self.db.execute("DELETE FROM items WHERE source = ? AND path = ?", (source_name, relative))
         report.removed += 1
+        self._bring_back(held, report)
 
-    def _insert(self, source_name: str, relative: str, items: Sequence[Item]) -> None:
+    def _bring_back(self, held: Sequence[str], report: RefreshReport) -> None:
+        """Files whose document of one of ``held`` (ids a file just gave up) waited behind it are read again:
+        the index then holds what one built from nothing holds (ADR 0051)."""
+        for source_name, relative in shadowed_files(self.db, held):
+            if source_name in self.sources:
+                self._reindex(source_name, relative, None, report)
+
+    def _insert(self, source_name: str, relative: str, items: Sequence[Item], mtime_ns: int) -> None:
         """One file's documents: checked, then written a table at a time (one by one only when an id clashes)."""
         ids = [doc_id for item in items for doc_id in (item.ids if isinstance(item, DocumentBatch) else (item.id,))]
         own = set(ids)
@@ -291,9 +304,10 @@ class RetrievalIndex:
         if written is not None:
             written |= own
         if clash:
-            for document in expand(items):  # the newest wins, in file order, as insert_doc replaces
-                rowid = insert_doc(self.db, source_name, relative, document, self._checked_edges(document))
-                self._store_vectors([rowid], [document])
+            for document in expand(items):  # the newest file wins, in file order the last (insert_doc)
+                rowid = insert_doc(self.db, source_name, relative, document, self._checked_edges(document), mtime_ns)
+                if rowid is not None:
+                    self._store_vectors([rowid], [document])
             return
         # none of them is indexed (checked above): only the other targets are looked up
         kinds = kinds_of(self.db, sorted({edge.target for item in items if isinstance(item, Document)

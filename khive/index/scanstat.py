@@ -27,6 +27,13 @@ def is_skipped_file(name: str) -> bool:
     return name.startswith(".") and name.endswith(".tmp")
 
 
+def oldest_first(entry: tuple[tuple[str, str], Stamp]) -> tuple[int, str, str]:
+    """Sort key of ((source, path), stamp): files in the order they were last written, then by path. When two
+    hold one document id, the one written last is indexed last and wins, from nothing as after edits."""
+    (source, path), (mtime_ns, _) = entry
+    return mtime_ns, path, source
+
+
 def stat_walk(roots: Iterable[Path], suffixes: tuple[str, ...] | None = None) -> dict[Path, Stamp]:
     """Stamp every regular file and file-named symlink under ``roots`` (links are stamped, never followed:
     the index reports them instead of reading them); missing roots are empty."""

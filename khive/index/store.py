@@ -18,14 +18,15 @@ import orjson
 
 from khive.index import edgestore, leanrows
 from khive.index.documents import FIELDS, Document, DocumentBatch, Item
-from khive.sqlite_util import open_wal
+from khive.sqlite_util import immediate, open_wal, statements
 
-SCHEMA_VERSION = "3"  # 3: implied edges as docs.up/via, lean child rows (ADR 0050)
+SCHEMA_VERSION = "4"  # 3: implied edges as docs.up/via, lean child rows (ADR 0050); 4: shadowed (ADR 0051)
 
 # Lookups only, no constraint: a build from an empty index drops them and creates them again at its end, one
 # sort each instead of a b-tree insert per row (ADR 0048).
 SECONDARY_INDEXES = {"docs_item": "docs (source, path) WHERE up IS NULL", "docs_kind": "docs (kind)",
-                     "docs_up": "docs (up) WHERE up IS NOT NULL", "edges_target": "edges (target_id, relation)"}
+                     "docs_up": "docs (up) WHERE up IS NOT NULL", "edges_target": "edges (target_id, relation)",
+                     "shadowed_item": "shadowed (source, path)"}
 
 _CREATE_SECONDARY = "\n".join(f"CREATE INDEX IF NOT EXISTS {name} ON {on};" for name, on in SECONDARY_INDEXES.items())
 
@@ -49,6 +50,9 @@ CREATE TABLE IF NOT EXISTS edges (
     source_id TEXT NOT NULL, relation TEXT NOT NULL, target_id TEXT NOT NULL, metadata TEXT NOT NULL,
     PRIMARY KEY (source_id, relation, target_id)
 );
+CREATE TABLE IF NOT EXISTS shadowed (  -- a file's document whose id a newer file's holds (ADR 0051)
+    id TEXT NOT NULL, source TEXT NOT NULL, path TEXT NOT NULL, PRIMARY KEY (id, source, path)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS vectors (
     doc_rowid INTEGER PRIMARY KEY, embedder TEXT NOT NULL, vector BLOB NOT NULL
 );
@@ -68,14 +72,21 @@ def scope_tokens(kind: str, connection: str | None) -> str:
 
 def connect(path: Path) -> sqlite3.Connection:
     db = open_wal(path)
-    version = _schema_version(db)
-    if version not in (None, SCHEMA_VERSION):
-        # A derived store: an old layout is dropped and rebuilt from the files.
-        for table in ("meta", "sources", "items", "docs", "docs_fts", "edges", "vectors"):
-            db.execute(f"DROP TABLE IF EXISTS {table}")
-    db.executescript(SCHEMA)
-    db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+    # One write transaction: two processes opening an index of an old layout at once drop it once (the second
+    # sees the first's version), and a process killed midway leaves the old layout whole, not a part of it.
+    with immediate(db):
+        if _schema_version(db) != SCHEMA_VERSION and _has_docs(db):
+            # A derived store of another layout (or of none recorded): dropped and rebuilt from the files.
+            for table in ("meta", "sources", "items", "docs", "docs_fts", "edges", "vectors", "shadowed"):
+                db.execute(f"DROP TABLE IF EXISTS {table}")
+        for statement in statements(SCHEMA):
+            db.execute(statement)
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
     return db
+
+
+def _has_docs(db: sqlite3.Connection) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'docs'").fetchone() is not None
 
 
 def _schema_version(db: sqlite3.Connection) -> str | None:
@@ -114,7 +125,8 @@ def create_secondary_indexes(db: sqlite3.Connection) -> None:
         db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {on}")
 
 
-def delete_item_docs(db: sqlite3.Connection, source: str, path: str) -> None:
+def delete_item_docs(db: sqlite3.Connection, source: str, path: str) -> list[str]:
+    """Remove one file's documents; the ids it held (another file's document of one of them may come back)."""
     rows = db.execute(f"SELECT rowid, id FROM docs AS d WHERE {leanrows.OF_FILE} UNION ALL "
                       f"SELECT rowid, id FROM docs AS d WHERE {leanrows.CHILD_OF_FILE}", (source, path) * 2).fetchall()
     for rowid, doc_id in rows:
@@ -122,13 +134,22 @@ def delete_item_docs(db: sqlite3.Connection, source: str, path: str) -> None:
         db.execute("DELETE FROM vectors WHERE doc_rowid = ?", (rowid,))
         db.execute("DELETE FROM edges WHERE source_id = ?", (doc_id,))
         db.execute("DELETE FROM docs WHERE rowid = ?", (rowid,))
+    db.execute("DELETE FROM shadowed WHERE source = ? AND path = ?", (source, path))
+    return [str(row[1]) for row in rows]
 
 
 def insert_doc(db: sqlite3.Connection, source: str, path: str, doc: Document,
-               edges: Iterable[tuple[str, str, Any]]) -> int:
-    # A document id owned by another file (a duplicate key) is replaced: the newest file wins.
-    old = db.execute("SELECT rowid FROM docs WHERE id = ?", (doc.id,)).fetchone()
+               edges: Iterable[tuple[str, str, Any]], mtime_ns: int) -> int | None:
+    """Insert ``doc`` of the file ``path`` (last written at ``mtime_ns``); its rowid. A document of the same id
+    from another file is replaced when that file is not newer, else ``doc`` waits in ``shadowed`` (None)."""
+    old = db.execute(f"SELECT d.rowid, {leanrows.SOURCE}, {leanrows.PATH} FROM docs AS d WHERE d.id = ?",
+                     (doc.id,)).fetchone()
     if old is not None:
+        if (old[1], old[2]) != (source, path):
+            if _newer(db, (old[1], old[2]), (mtime_ns, path)):
+                db.execute("INSERT OR IGNORE INTO shadowed VALUES (?, ?, ?)", (doc.id, source, path))
+                return None
+            db.execute("INSERT OR IGNORE INTO shadowed VALUES (?, ?, ?)", (doc.id, old[1], old[2]))
         edgestore.keep_implied_edges(db, old[0])
         db.execute("DELETE FROM docs_fts WHERE rowid = ?", (old[0],))
         db.execute("DELETE FROM vectors WHERE doc_rowid = ?", (old[0],))
@@ -139,6 +160,29 @@ def insert_doc(db: sqlite3.Connection, source: str, path: str, doc: Document,
     db.execute(_INSERT_FTS, _fts_row(rowid, doc))
     db.executemany(_INSERT_EDGE, edgestore.edge_rows(doc.id, edges))
     return rowid
+
+
+def _newer(db: sqlite3.Connection, holder: tuple[str, str], stamp: tuple[int, str]) -> bool:
+    """Whether the file ``holder`` (source, path) was written after ``stamp`` (mtime_ns, path; the path breaks
+    a tie), as recorded when it was last indexed."""
+    row = db.execute("SELECT mtime_ns FROM items WHERE source = ? AND path = ?", holder).fetchone()
+    return row is not None and (int(row[0]), holder[1]) > stamp
+
+
+def is_shadowed(db: sqlite3.Connection, source: str, path: str) -> bool:
+    """Whether a document of this file waits in ``shadowed`` behind another file's of the same id."""
+    return db.execute("SELECT 1 FROM shadowed WHERE source = ? AND path = ? LIMIT 1", (source, path)).fetchone() \
+        is not None
+
+
+def shadowed_files(db: sqlite3.Connection, ids: Sequence[str]) -> list[tuple[str, str]]:
+    """(source, path) of the files with a document waiting in ``shadowed`` for one of ``ids`` no file holds now."""
+    if not ids:
+        return []
+    rows = db.execute("SELECT DISTINCT s.source, s.path FROM shadowed AS s WHERE s.id IN (SELECT value FROM "
+                      "json_each(?)) AND NOT EXISTS (SELECT 1 FROM docs WHERE docs.id = s.id) ORDER BY 1, 2",
+                      (orjson.dumps(list(ids)).decode(),)).fetchall()
+    return [(str(r[0]), str(r[1])) for r in rows]
 
 
 def insert_new_docs(db: sqlite3.Connection, source: str, path: str, items: Sequence[Item],

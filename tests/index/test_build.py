@@ -184,10 +184,10 @@ def test_a_build_killed_midway_leaves_no_half_index(tmp_path: Path) -> None:
                            embedder=HashingEmbedder(DIMS), watch=False)
     try:
         assert index.count() == 0 and not index.item_hashes()
-        assert lookup_indexes(index) == {"docs_item", "docs_kind", "docs_up", "edges_target"}
+        assert lookup_indexes(index) == {"docs_item", "docs_kind", "docs_up", "edges_target", "shadowed_item"}
         report = index.refresh()
         assert report.full and report.reindexed == 4 and index.count() == 200
-        assert lookup_indexes(index) == {"docs_item", "docs_kind", "docs_up", "edges_target"}
+        assert lookup_indexes(index) == {"docs_item", "docs_kind", "docs_up", "edges_target", "shadowed_item"}
         assert [row["id"] for row in index.rows_at("notes/c.txt")][:2] == ["doc:c0", "doc:c1"]
     finally:
         index.close()
