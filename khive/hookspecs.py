@@ -128,6 +128,11 @@ def khive_warm(runtime: Services) -> Sequence[WarmTask]:  # type: ignore[empty-b
 
 
 @hookspec
+def khive_runtime_closing(runtime: Services) -> None:
+    """The runtime closes: finish what this pack left running after an answer (in a worker thread, opening nothing)."""
+
+
+@hookspec
 def khive_config_sections() -> Sequence[ConfigSection]:  # type: ignore[empty-body]
     """Blocks of a connection in khive.yaml this pack owns, validated when the runtime is built."""
 

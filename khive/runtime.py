@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
 import pluggy
 
 from khive.audit.config import open_audit_store
@@ -35,6 +36,7 @@ from khive.project.envfile import ENV_FILE, is_placeholder
 from khive.project.locate import STATE_DIR
 from khive.project.store import FileStore, inside
 from khive.redact import Redactor
+from khive.threads import run_blocking
 from khive.verbs import VerbRegistry
 
 T = TypeVar("T")
@@ -144,6 +146,9 @@ class Runtime:
         return compute_config_id(self.project, self.packs, self.embedders)
 
     async def aclose(self) -> None:
+        # the packs' close hooks may wait for their own threads: never on the event loop, and never cut short
+        with anyio.CancelScope(shield=True):
+            await run_blocking(self.plugins.hook.khive_runtime_closing, runtime=self)
         if self._pools is not None:
             self._pools.close()
         if self._index is not None:

@@ -454,10 +454,16 @@ class RetrievalIndex:
         for key in keys:
             if not _META_KEY.match(key):
                 raise ValueError(f"metadata key {key!r} must be a plain name")
-        picked = "".join(f", json_extract({leanrows.METADATA}, '$.{key}')" for key in keys)
+        # Each row's metadata text once: a lean child row's is rebuilt from its parent's (leanrows), and in the
+        # select list that expression would run once per key. OFFSET keeps SQLite from flattening the subquery
+        # into the outer select (which would copy the expression back into every json_extract); json_extract
+        # parses one text once for all its keys (its per-statement parse cache).
+        picked = "".join(f", json_extract(m, '$.{key}')" for key in keys)
         with self._lock:
-            return self.db.execute(f"SELECT d.id, d.connection, d.title{picked} FROM docs AS d WHERE d.kind IN "
-                                   f"({', '.join('?' * len(kinds))}) ORDER BY d.rowid", tuple(kinds)).fetchall()
+            return self.db.execute(
+                f"SELECT id, connection, title{picked} FROM (SELECT d.id, d.connection, d.title, "
+                f"{leanrows.METADATA} AS m FROM docs AS d WHERE d.kind IN ({', '.join('?' * len(kinds))}) "
+                f"ORDER BY d.rowid LIMIT -1 OFFSET 0)", tuple(kinds)).fetchall()
 
     def relation_pairs(self, relation: str) -> list[tuple[str, str, dict[str, Any]]]:
         """Every (source id, target id, edge metadata) edge of ``relation`` (one query, no refresh)."""

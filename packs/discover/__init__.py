@@ -6,10 +6,14 @@ It reads the shared retrieval index and project files only; it never imports ano
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from khive import __version__
 from khive.hookspecs import PackInfo, hookimpl
 from khive.verbs import Verb
+
+if TYPE_CHECKING:
+    from khive.services import Services
 
 
 @hookimpl
@@ -23,3 +27,10 @@ def khive_register_verbs() -> Sequence[Verb]:
     from packs.discover.verbs import VERBS
 
     return VERBS
+
+
+@hookimpl
+def khive_runtime_closing(runtime: Services) -> None:
+    from packs.discover import later
+
+    later.finish(runtime.project)  # the kept lexicon a search left to write after its answer

@@ -126,6 +126,9 @@ def note_keys(text: str) -> set[str]:
     return {key(word) for word in split_words(text) if word not in STOPWORDS and len(word) > 1}
 
 
+NO_SAMPLES = "[]"  # most columns' (none sampled, or every value filtered): nothing to read
+
+
 def value_text(samples: str) -> str:
     """The words of a column's sampled values (JSON text of the list) that name things: short string values
     of letters (``French``, ``Sales Representative``), not free text, numbers or codes."""
@@ -172,7 +175,8 @@ def build(index: RetrievalIndex) -> Lexicon:
             number = -1 if table is None else numbers[table.doc_id]
         if table is not None:
             table.columns[doc_id] = name
-            columns.add(number, name, str(comment) if comment else "", value_text(samples) if samples else "")
+            columns.add(number, name, str(comment) if comment else "",
+                        value_text(samples) if samples and samples != NO_SAMPLES else "")
     folded = _fold_copies(tables, {row[0]: row[7] for row in table_rows if row[7]})
     skipped = np.zeros(len(tables), dtype=bool)  # folded copies add no words: their parent has them all
     skipped[[numbers[t] for t in folded]] = True

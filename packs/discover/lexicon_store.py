@@ -8,6 +8,8 @@ restarted daemon) reads it instead of building it again from every table and col
   the code that builds the lexicon (this package's word rules, ``khive.index.morph`` and its word list). A
   file with another key, another format, or that does not read back whole is ignored; the lexicon is built
   and the file rewritten (atomically: a temporary file renamed over it).
+* The file is written after the answer, in a thread of its own; the pack's close hook
+  (``khive_runtime_closing``) waits for it, so a closed runtime's lexicon is on disk.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import contextlib
 import hashlib
 import weakref
 import zipfile
-from functools import lru_cache
+from functools import lru_cache, partial
 from importlib import metadata
 from itertools import pairwise
 from pathlib import Path
@@ -29,7 +31,7 @@ from khive.atomicfile import replace_with
 from khive.gcpause import paused_gc
 from khive.index import morph
 from khive.project.locate import STATE_DIR
-from packs.discover import lexicon, text
+from packs.discover import later, lexicon, text
 from packs.discover.lexicon import Lexicon, Posting, Table
 
 if TYPE_CHECKING:
@@ -88,7 +90,7 @@ def _load_or_build(index: RetrievalIndex) -> Lexicon:
         return kept
     built = lexicon.build(index)
     if index.generation == generation == built.generation:  # nothing was indexed meanwhile: it is this key's
-        write(target, key, built)
+        later.write(index.project, target, partial(write, target, key, built))
     return built
 
 

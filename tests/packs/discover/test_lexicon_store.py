@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.runtime import Runtime
 from khive.scaffold import init_project
-from packs.discover import lexicon, lexicon_store
+from packs.discover import later, lexicon, lexicon_store
 
 pytestmark = pytest.mark.anyio
 QUERY = 'discover.search(query="which customers placed orders", limit=5)'
@@ -68,7 +70,7 @@ def same_lexicon(a: lexicon.Lexicon, b: lexicon.Lexicon) -> bool:
 
 async def test_a_new_process_reads_the_kept_lexicon_instead_of_building_it(
         scanned: Call, runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
-    first = await scanned(QUERY)
+    first = await search_in_new_runtime(runtime.project)  # a closed runtime's lexicon is on disk
     kept = lexicon_store.path_for(runtime.index)
     assert kept.is_file()
     read_back = lexicon_store.read(kept, lexicon_store.key_of(runtime.index), runtime.index.generation)
@@ -96,7 +98,7 @@ async def test_a_changed_catalog_builds_the_lexicon_again(
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "another key"])
 async def test_a_damaged_or_stale_file_is_built_again_and_rewritten(
         scanned: Call, runtime: Runtime, monkeypatch: pytest.MonkeyPatch, damage: str) -> None:
-    first = await scanned(QUERY)
+    first = await search_in_new_runtime(runtime.project)
     kept = lexicon_store.path_for(runtime.index)
     data = kept.read_bytes()
     if damage == "garbage":
@@ -143,11 +145,59 @@ async def test_what_is_read_back_is_what_was_built_on_a_catalog_using_every_rule
             assert envelope["results"][0]["ok"], envelope
         index = runtime.index
         built = lexicon.build(index)
-        kept = lexicon_store.read(lexicon_store.path_for(index), lexicon_store.key_of(index), index.generation)
+        target, key, generation = lexicon_store.path_for(index), lexicon_store.key_of(index), index.generation
     finally:
-        await runtime.aclose()
+        await runtime.aclose()  # waits for the file the search left to write
+    kept = lexicon_store.read(target, key, generation)
     assert kept is not None and same_lexicon(kept, built)
     assert list(built.folded.values()) == ["table:pool:shop.payment"]
     assert any(table.borrowed for table in built.tables.values()) and built.phrases and len(built.units) == 2
     assert any(np.any(p.where == lexicon.WHERE_COLUMN_NOTE) for p in built.postings.values())
     assert any(np.any(p.where == lexicon.WHERE_TABLE_NOTE) for p in built.postings.values())
+
+
+async def test_the_answer_does_not_wait_for_the_file_and_closing_the_runtime_does(
+        scanned: Call, runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kept lexicon is written after the search answers; closing the runtime is the point where it is there."""
+    release, writing = threading.Event(), threading.Event()
+    original = lexicon_store.write
+
+    def held_write(target: Path, key: str, lex: lexicon.Lexicon) -> None:
+        writing.set()
+        assert release.wait(30), "the test never let the write go"
+        original(target, key, lex)
+
+    monkeypatch.setattr(lexicon_store, "write", held_write)
+    fresh = open_runtime(runtime.project, {"KHIVE_PACKS": PACKS})
+    kept = lexicon_store.path_for(fresh.index)
+    try:
+        envelope = await dispatch(parse(QUERY), Context(fresh, "operator:ann", CLI, presentation="verbose"))
+        assert envelope["results"][0]["ok"], envelope
+        key, generation = lexicon_store.key_of(fresh.index), fresh.index.generation
+        assert writing.wait(30) and not kept.exists()  # answered while its file is still being written
+    finally:
+        release.set()
+        await fresh.aclose()
+    assert lexicon_store.read(kept, key, generation) is not None
+
+
+def test_an_older_write_of_a_file_never_lands_after_a_newer_one(tmp_path: Path) -> None:
+    """Three writes of one file asked for while the first runs: the second, overtaken, is dropped."""
+    target, ran, first_started, release = tmp_path / "f", [], threading.Event(), threading.Event()
+
+    def fill(name: str) -> Callable[[], None]:
+        def run() -> None:
+            if name == "first":
+                first_started.set()
+                assert release.wait(30)
+            ran.append(name)
+        return run
+
+    later.write(tmp_path, target, fill("first"))
+    assert first_started.wait(30)
+    later.write(tmp_path, target, fill("second"))
+    later.write(tmp_path, target, fill("third"))
+    later.write(tmp_path, tmp_path / "other", fill("other file"))
+    release.set()
+    later.finish(tmp_path)
+    assert sorted(ran) == ["first", "other file", "third"]
