@@ -107,8 +107,11 @@ class HashingEmbedder:
         rows = len(texts)
         lengths = np.zeros(rows, dtype=np.int64)
         every: list[str] = []
+        tokenised: dict[str, list[str]] = {}  # a batch's texts repeat (a column name in many tables): once each
         for row, text in enumerate(texts):
-            found = _TOKEN_RE.findall(text.lower())
+            found = tokenised.get(text)
+            if found is None:
+                found = tokenised[text] = _TOKEN_RE.findall(text.lower())
             lengths[row] = len(found)
             every.extend(found)
         codes = np.fromiter(self._codes_of(every), dtype=np.int64, count=len(every))
