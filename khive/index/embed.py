@@ -15,10 +15,6 @@ import numpy.typing as npt
 
 Vectors = npt.NDArray[np.float32]
 _TOKEN_RE = re.compile(r"[a-z0-9]+")
-# A batch's texts are tokenised in one pass over them joined by this character: never part of a token, so it
-# only marks where a row ends (a batch holding it in a text takes the per-text pass).
-_ROW_END = "\x00"
-_TOKEN_OR_ROW_END_RE = re.compile(r"[a-z0-9]+|\x00")
 _FNV_OFFSET = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
 _MASK = (1 << 64) - 1
@@ -82,7 +78,7 @@ class HashingEmbedder:
         # Hashing shares only exact tokens (and collisions), so a vector-only hit must be a near-duplicate.
         self.min_similarity = 0.5
         # token -> its signed cell: dimension + 1, negative for a -1 sign (one int: the batch maps tokens in C)
-        self._codes: dict[str, int] = {_ROW_END: 0}  # the row mark's code: no cell
+        self._codes: dict[str, int] = {}
 
     def _code(self, token: str) -> int:
         code = self._codes.get(token)
@@ -109,24 +105,14 @@ class HashingEmbedder:
         # tokens only, never over rows x dimensions: a column's text sets a handful of 256 cells. Sums of +-1 are
         # exact, so every row equals the one a text alone gives.
         rows = len(texts)
-        joined = _ROW_END.join(texts)
-        if rows and joined.count(_ROW_END) == rows - 1:
-            # one findall over the whole batch (lower-casing is per character, so joined or not is the same)
-            every = _TOKEN_OR_ROW_END_RE.findall(joined.lower())
-            marked = np.fromiter(self._codes_of(every), dtype=np.int64, count=len(every))
-            ends = marked == 0
-            token_rows = np.cumsum(ends)[~ends]  # a token's row: how many rows ended before it
-            codes = marked[~ends]
-        else:
-            lengths = np.zeros(rows, dtype=np.int64)
-            every = []
-            for row, text in enumerate(texts):
-                found = _TOKEN_RE.findall(text.lower())
-                lengths[row] = len(found)
-                every.extend(found)
-            codes = np.fromiter(self._codes_of(every), dtype=np.int64, count=len(every))
-            token_rows = np.repeat(np.arange(rows, dtype=np.int64), lengths)
-        keys = token_rows * self.dimensions + (np.abs(codes) - 1)
+        lengths = np.zeros(rows, dtype=np.int64)
+        every: list[str] = []
+        for row, text in enumerate(texts):
+            found = _TOKEN_RE.findall(text.lower())
+            lengths[row] = len(found)
+            every.extend(found)
+        codes = np.fromiter(self._codes_of(every), dtype=np.int64, count=len(every))
+        keys = np.repeat(np.arange(rows, dtype=np.int64), lengths) * self.dimensions + (np.abs(codes) - 1)
         cells, inverse = np.unique(keys, return_inverse=True)
         sums = np.bincount(inverse, weights=np.sign(codes).astype(np.float64), minlength=len(cells))
         kept = sums != 0  # a +1 and a -1 in one cell cancel: the cell is zero, as in the whole row

@@ -145,8 +145,8 @@ def test_the_hashing_embedders_cells_are_its_rows_without_the_zeros() -> None:
 
 
 def test_a_batchs_rows_are_each_texts_own_wherever_its_rows_end() -> None:
-    """One pass tokenises a batch joined by a row mark: empty rows first and last, texts that lower-case into
-    more characters, and a batch whose text holds the mark itself (the per-text pass) give each text's row."""
+    """Empty rows first and last, texts that lower-case into more characters (some into ASCII letters) and a
+    text holding a NUL give, in a batch, each text's own row bit for bit."""
     plain = ["", "Orders BY Region", "", "İstanbul ΣΑΣ straße", "a1b2 c3", ""]
     for texts in (plain, [*plain, "null\x00inside"], ["only"], ["\x00"]):
         embedder = HashingEmbedder(DIMS)
