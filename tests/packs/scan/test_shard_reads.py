@@ -224,3 +224,28 @@ async def test_untouched_shard_indexes_as_its_parsed_entries(call: Callable[...,
     assert parsed.pop("items") != from_run.pop("items")  # the file's stamp and digest: its text changed
     assert parsed == from_run
     assert len(from_run["docs"]) > 6  # six tables and their columns
+
+
+async def test_an_edit_to_one_shard_reaches_the_built_index(call: Callable[..., Awaitable[dict[str, Any]]],
+                                                            project: Path) -> None:
+    """An index built from the run, then one shard edited: the next refresh reads that shard parsed, and
+    its table's document says what the person wrote while the other tables' stay as built."""
+    await call('scan.run(connection="shop")')
+    await built_index(project)
+    shard = project / SHARD
+    text = shard.read_text()
+    edited = text.replace("  orders:\n", "  orders:\n    description: every purchase a shopper placed\n", 1)
+    assert edited != text
+    shard.write_text(edited)
+    runtime = open_runtime(project, {"KHIVE_PACKS": "core,scan"})
+    try:
+        before = {doc_id: runtime.index.get(doc_id) for doc_id in ("table:shop:main.customers",
+                                                                    "column:shop:main.orders.status")}
+        runtime.index.refresh()
+        orders = runtime.index.get("table:shop:main.orders")
+        assert orders is not None and orders["metadata"]["description"] == "every purchase a shopper placed"
+        assert [hit.id for hit in runtime.index.search("purchase shopper", limit=1)] == ["table:shop:main.orders"]
+        after = {doc_id: runtime.index.get(doc_id) for doc_id in before}
+    finally:
+        await runtime.aclose()
+    assert after == before and all(before.values())
