@@ -21,7 +21,7 @@ from khive.connections.selection import internal_object
 from khive.project.locate import STATE_DIR
 from khive.project.store import FileStore
 from khive.project.yamldoc import safe_yaml
-from packs.scan.shards import read_state, scan_entry, shard_path, text_digest
+from packs.scan.shards import group_tables, read_state, scan_entry, shard_path, text_digest
 
 RunShard = tuple[str | None, str, list[dict[str, Any]]]  # (catalog, schema, the run's table artifacts in it)
 RunShards = dict[str, RunShard]  # by shard path
@@ -30,10 +30,7 @@ RunShards = dict[str, RunShard]  # by shard path
 def run_shards(connection: str, tables: dict[str, dict[str, Any]]) -> RunShards:
     """A run's tables by the shard the scan rendered them into, in the run's order. Only grouped: a shard's
     entries are made when something asks for its document (the index reads the artifacts themselves)."""
-    grouped: dict[tuple[str | None, str], list[dict[str, Any]]] = {}
-    for table in tables.values():
-        grouped.setdefault((table.get("catalog"), table["db"]), []).append(table)
-    return {shard_path(connection, c, s): (c, s, listed) for (c, s), listed in grouped.items()}
+    return {shard_path(connection, c, s): (c, s, listed) for (c, s), listed in group_tables(tables.values()).items()}
 
 
 class ShardReader:

@@ -440,12 +440,18 @@ def _entries_digest(header: dict[str, Any], artifacts: list[dict[str, Any]]) -> 
     return text_digest(HEADER.encode("utf-8") + orjson.dumps([header, artifacts]))
 
 
-def write_shards(files: FileStore, connection: str, sync_id: str, tables: Iterable[dict[str, Any]],
-                 *, author: str) -> list[str]:
-    """Merge the scan into every shard of ``connection``; shards of schemas no longer seen lose their tables."""
+def group_tables(tables: Iterable[dict[str, Any]]) -> dict[tuple[str | None, str], list[dict[str, Any]]]:
+    """(catalog, schema) -> the table artifacts of that shard, in the order they come."""
     grouped: dict[tuple[str | None, str], list[dict[str, Any]]] = {}
     for table in tables:
         grouped.setdefault((table.get("catalog"), table["db"]), []).append(table)
+    return grouped
+
+
+def write_shards(files: FileStore, connection: str, sync_id: str, tables: Iterable[dict[str, Any]],
+                 *, author: str) -> list[str]:
+    """Merge the scan into every shard of ``connection``; shards of schemas no longer seen lose their tables."""
+    grouped = group_tables(tables)
     written = []
     existing = set(files.list(f"_schema/{connection}/", suffix=".yaml"))
     targets = {shard_path(connection, catalog, schema): (catalog, schema) for catalog, schema in grouped}
