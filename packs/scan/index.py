@@ -7,6 +7,7 @@ historical run under raw-sources/, keeps exactly one version of each table in th
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,8 @@ from khive.index.documents import Document, DocumentBatch, Edge, FileSource, Ite
 from khive.project.store import FileStore
 from khive.redact import Redactor
 from packs.scan.artifacts import latest_sync, read_run_tables, redacted_at_scan
-from packs.scan.shardread import RunShards, ShardReader, run_shards
+from packs.scan.shardread import RunShard, RunShards, ShardReader, run_shards
+from packs.scan.shards import shown_samples, table_keys
 
 TABLE, COLUMN = "table", "column"
 EDGE_RULES = (
@@ -69,14 +71,51 @@ def source_for(files: FileStore, project: Path, redactor: Redactor) -> FileSourc
             return shards[(connection, sync)]
 
         try:
-            data = ShardReader(files, connection, sync, run_tables, from_run()).document(path, text.encode("utf-8"))
+            found = ShardReader(files, connection, sync, run_tables, from_run()).read(path, text.encode("utf-8"))
         except YAMLError as exc:
             raise ValueError(f"{path}: invalid YAML: {exc}") from None
         # a rescan rewrites every shard's samples: after a scan that redacted, there is nothing left to redact
         fresh = sync is not None and redacted_at_scan(project, connection, sync)
-        return _documents(path, data, run_tables if sync is not None else dict, None if fresh else redactor)
+        if isinstance(found, tuple):  # the shard is the run's rendering: its documents come from the run itself
+            return _run_documents(path, connection, found, None if fresh else redactor)
+        return _documents(path, found, run_tables if sync is not None else dict, None if fresh else redactor)
 
     return FileSource(name="scan", roots=("_schema",), suffixes=(".yaml",), parse=parse, version="5")
+
+
+@dataclass(frozen=True, slots=True)
+class _Columns:
+    """A table's columns as what their documents read, column by column (no entry dict per column)."""
+
+    names: list[str]
+    notes: list[str]  # described, else commented
+    types: list[Any]
+    native_types: list[Any]
+    primary_keys: list[bool]
+    comments: list[Any]
+    samples: list[list[Any]]
+
+
+def _entry_columns(entry: dict[str, Any]) -> _Columns:
+    """From a shard entry (scan keys plus what people added)."""
+    columns = [c for c in entry.get("columns") or [] if isinstance(c, dict) and c.get("name")]
+    return _Columns(names=[str(c["name"]) for c in columns],
+                    notes=[_text(c.get("description")) or _text(c.get("comment")) for c in columns],
+                    types=[c.get("type") for c in columns], native_types=[c.get("nativeType") for c in columns],
+                    primary_keys=[bool(c.get("primaryKey")) for c in columns],
+                    comments=[c.get("comment") for c in columns],
+                    samples=[list(c.get("samples") or []) for c in columns])
+
+
+def _run_columns(table: dict[str, Any]) -> _Columns:
+    """From a run's table artifact: what ``scan_entry`` would have put in the shard, read directly (a scan
+    entry has no description; its comment is the column's)."""
+    columns = [c for c in table.get("columns") or [] if c.get("name")]
+    return _Columns(names=[str(c["name"]) for c in columns], notes=[_text(c.get("comment")) for c in columns],
+                    types=[c["normalizedType"] for c in columns], native_types=[c["nativeType"] for c in columns],
+                    primary_keys=[bool(c.get("primaryKey")) for c in columns],
+                    comments=[c.get("comment") for c in columns],
+                    samples=[list(shown_samples(c) or []) for c in columns])
 
 
 def _documents(path: str, data: dict[str, Any], run_tables: Callable[[], dict[str, dict[str, Any]]],
@@ -90,7 +129,23 @@ def _documents(path: str, data: dict[str, Any], run_tables: Callable[[], dict[st
             continue
         live = run_tables().get(f"{db}.{name}") or {}
         documents.extend(_table_documents(str(connection), catalog, str(db), str(name), _with_live(entry, live),
-                                          redactor))
+                                          _entry_columns(entry), redactor))
+    return documents
+
+
+def _run_documents(path: str, connection: str, shard: RunShard, redactor: Redactor | None) -> Sequence[Item]:
+    """The documents of a shard that still holds what the scan rendered from the run's ``tables``: the same
+    ones its parsed entries give, without making those entries (ADR 0050, 2026-12-02 second round)."""
+    catalog, db, tables = shard
+    if not connection or not db:
+        raise ValueError(f"{path}: a shard needs connection: and schema:")
+    documents: list[Item] = []
+    for table in tables:
+        name = str(table["name"])
+        if internal_object(db, name):
+            continue
+        entry = _with_live(table_keys(table, {"kind": table.get("kind", "table")}), table)
+        documents.extend(_table_documents(connection, catalog, db, name, entry, _run_columns(table), redactor))
     return documents
 
 
@@ -109,12 +164,11 @@ def _with_live(entry: dict[str, Any], live: dict[str, Any]) -> dict[str, Any]:
 
 
 def _table_documents(connection: str, catalog: str | None, db: str, name: str, entry: dict[str, Any],
-                     redactor: Redactor | None) -> list[Item]:
+                     columns: _Columns, redactor: Redactor | None) -> list[Item]:
+    """A table's document and its columns' batch; ``entry`` gives the table's keys, ``columns`` its columns."""
     tid = table_id(connection, db, name)
-    columns = [c for c in entry.get("columns") or [] if isinstance(c, dict) and c.get("name")]
-    names = [str(c["name"]) for c in columns]
+    names, notes = columns.names, columns.notes
     name_words = [words(cname) for cname in names]
-    notes = [_text(c.get("description")) or _text(c.get("comment")) for c in columns]
     column_ids = [column_id(connection, db, name, cname) for cname in names]
     description = _text(entry.get("description")) or _text(entry.get("comment"))
     usage = entry.get("usage") or {}
@@ -139,34 +193,32 @@ def _table_documents(connection: str, catalog: str | None, db: str, name: str, e
         metadata={"connectionId": connection, "tableRef": table_ref, "kind": entry.get("kind", "table"),
                   "aliases": aliases,
                   "estimatedRows": entry.get("estimatedRows"), "comment": entry.get("comment"),
-                  "description": entry.get("description"), "columnCount": len(columns),
+                  "description": entry.get("description"), "columnCount": len(names),
                   "frequencyTier": usage.get("frequencyTier") if isinstance(usage, dict) else None},
         edges=dedupe_edges(edges),
         embed_text=f"{table_words} {description} {' '.join(name_words)}",
     )]
-    if not columns:
+    if not names:
         return documents
     # the columns as one batch: their values column by column, no Document per column, and the table's
     # "contains" edges to them declared once (ADR 0050)
-    shown = [_shown(column, cname, redactor) for column, cname in zip(columns, names, strict=True)]
+    shown = ([redactor.column_values(cname, samples) for cname, samples in zip(names, columns.samples, strict=True)]
+             if redactor is not None else columns.samples)
     documents.append(DocumentBatch(
         kind=COLUMN, connection=connection, ids=column_ids, from_previous="contains",
         titles=[f"{db}.{name}.{cname}" for cname in names],
         fields={"name": [f"{cname} {spelled}" for cname, spelled in zip(names, name_words, strict=True)],
                 "title": [f"{name}.{cname}" for cname in names], "summary": notes,
-                "tags": [_text(column.get("type")) for column in columns],
+                "tags": [_text(kind) for kind in columns.types],
                 "body": [" ".join([_text(v) for v in values]) if values else "" for values in shown],
-                "extra": [f"{name} {table_words}"] * len(columns)},  # every column's: the table it is in
+                "extra": [f"{name} {table_words}"] * len(names)},  # every column's: the table it is in
         # samples would drown the name in repeats
         embed_texts=[f"{spelled} {table_words} {note}" for spelled, note in zip(name_words, notes, strict=True)],
         metadata=[{"connectionId": connection, "tableRef": table_ref, "columnName": cname,
-                   "type": column.get("type"), "nativeType": column.get("nativeType"),
-                   "primaryKey": bool(column.get("primaryKey")), "comment": column.get("comment"),
-                   "samples": values[:10]} for column, cname, values in zip(columns, names, shown, strict=True)],
+                   "type": kind, "nativeType": native, "primaryKey": key, "comment": comment,
+                   "samples": values[:10]}
+                  for cname, kind, native, key, comment, values in zip(
+                      names, columns.types, columns.native_types, columns.primary_keys, columns.comments, shown,
+                      strict=True)],
     ))
     return documents
-
-
-def _shown(column: dict[str, Any], name: str, redactor: Redactor | None) -> list[Any]:
-    samples = list(column.get("samples") or [])
-    return redactor.column_values(name, samples) if redactor is not None else samples

@@ -21,15 +21,16 @@ from khive.connections.selection import internal_object
 from khive.project.locate import STATE_DIR
 from khive.project.store import FileStore
 from khive.project.yamldoc import safe_yaml
-from packs.scan.shards import group_entries, read_state, shard_path, text_digest
+from packs.scan.shards import group_tables, read_state, scan_entry, shard_path, text_digest
 
-RunShards = dict[str, tuple[str | None, str, dict[str, dict[str, Any]]]]  # shard path -> (catalog, schema, entries)
+RunShard = tuple[str | None, str, list[dict[str, Any]]]  # (catalog, schema, the run's table artifacts in it)
+RunShards = dict[str, RunShard]  # by shard path
 
 
 def run_shards(connection: str, tables: dict[str, dict[str, Any]]) -> RunShards:
-    """A run's tables as the shards the scan rendered from them."""
-    grouped = group_entries(tables.values())
-    return {shard_path(connection, c, s): (c, s, e) for (c, s), e in grouped.items()}
+    """A run's tables by the shard the scan rendered them into, in the run's order. Only grouped: a shard's
+    entries are made when something asks for its document (the index reads the artifacts themselves)."""
+    return {shard_path(connection, c, s): (c, s, listed) for (c, s), listed in group_tables(tables.values()).items()}
 
 
 class ShardReader:
@@ -37,7 +38,7 @@ class ShardReader:
 
     def __init__(self, files: FileStore, connection: str, sync_id: str | None,
                  run_tables: Callable[[], dict[str, dict[str, Any]]], run_shards: RunShards | None = None) -> None:
-        """``run_shards``: the run's entries by shard path, when the caller keeps them across readers (a run
+        """``run_shards``: the run's tables by shard path, when the caller keeps them across readers (a run
         never changes, and grouping 10,000 tables costs more than reading one shard)."""
         self.files = files
         self.connection = connection
@@ -46,16 +47,25 @@ class ShardReader:
         self._state = read_state(files, connection)
         self._from_run = run_shards
 
-    def document(self, path: str, raw: bytes) -> dict[str, Any]:
-        """The shard's document: ``{connection, catalog, schema, tables}`` as a YAML load would give it."""
+    def read(self, path: str, raw: bytes) -> RunShard | dict[str, Any]:
+        """The run's tables when the shard still holds exactly the text the scan of ``sync_id`` wrote from
+        them, else the shard's parsed document (see ``document``)."""
         digest = text_digest(raw)
         known = self._state.get(path, {})
         if self.sync_id is not None and known.get("syncId") == self.sync_id and known.get("text") == digest:
             if self._from_run is None:
                 self._from_run = run_shards(self.connection, self._run_tables())
-            catalog, schema, entries = self._from_run.get(path, (None, "", {}))
-            return {"connection": self.connection, "catalog": catalog, "schema": schema, "tables": entries}
+            return self._from_run.get(path, (None, "", []))
         return self._parsed(path, raw, digest)
+
+    def document(self, path: str, raw: bytes) -> dict[str, Any]:
+        """The shard's document: ``{connection, catalog, schema, tables}`` as a YAML load would give it."""
+        found = self.read(path, raw)
+        if isinstance(found, dict):
+            return found
+        catalog, schema, tables = found
+        return {"connection": self.connection, "catalog": catalog, "schema": schema,
+                "tables": {table["name"]: scan_entry(table) for table in tables}}
 
     def _parsed(self, path: str, raw: bytes, digest: str) -> dict[str, Any]:
         kept = self._cache_file(path)

@@ -76,7 +76,7 @@ class ColumnEntries:
         made = self.by_artifact.get(id(column))
         if made is not None:
             return made
-        shown = _shown(column)
+        shown = shown_samples(column)
         values = (column["name"], column["normalizedType"], column["nativeType"], column["dimensionType"],
                   column["nullable"], column.get("default"), column.get("comment"), bool(column.get("primaryKey")),
                   *shown)
@@ -101,9 +101,13 @@ def scan_entry(table: dict[str, Any], made: ColumnEntries | None = None) -> dict
 
     With ``made``, equal columns share one entry (most of a big warehouse's columns repeat: ``id``, the same
     comment), which ``render`` then writes once; the caller must not change the entries."""
-    columns = [made.entry(column) if made is not None else _column_entry(column, _shown(column))
+    columns = [made.entry(column) if made is not None else _column_entry(column, shown_samples(column))
                for column in table.get("columns", [])]
-    entry_out: dict[str, Any] = {"kind": table.get("kind", "table"), "columns": columns}
+    return table_keys(table, {"kind": table.get("kind", "table"), "columns": columns})
+
+
+def table_keys(table: dict[str, Any], entry_out: dict[str, Any]) -> dict[str, Any]:
+    """``entry_out`` with the scan-managed table keys after ``kind`` and ``columns`` (``scan_entry``'s)."""
     if table.get("comment"):
         entry_out["comment"] = table["comment"]
     if table.get("foreignKeys"):
@@ -117,7 +121,8 @@ def scan_entry(table: dict[str, Any], made: ColumnEntries | None = None) -> dict
     return entry_out
 
 
-def _shown(column: dict[str, Any]) -> list[Any]:
+def shown_samples(column: dict[str, Any]) -> list[Any]:
+    """The sample values a column's shard entry shows."""
     samples = column.get("samples") or {}
     shown: list[Any] = samples.get("examples", (samples.get("values") or [])[:SHOWN])  # before ADR 0033: no examples
     return shown
@@ -435,20 +440,18 @@ def _entries_digest(header: dict[str, Any], artifacts: list[dict[str, Any]]) -> 
     return text_digest(HEADER.encode("utf-8") + orjson.dumps([header, artifacts]))
 
 
-def group_entries(tables: Iterable[dict[str, Any]]) -> dict[tuple[str | None, str], dict[str, dict[str, Any]]]:
-    """(catalog, schema) -> table name -> scan entry, in the order the tables come."""
-    grouped: dict[tuple[str | None, str], dict[str, dict[str, Any]]] = {}
+def group_tables(tables: Iterable[dict[str, Any]]) -> dict[tuple[str | None, str], list[dict[str, Any]]]:
+    """(catalog, schema) -> the table artifacts of that shard, in the order they come."""
+    grouped: dict[tuple[str | None, str], list[dict[str, Any]]] = {}
     for table in tables:
-        grouped.setdefault((table.get("catalog"), table["db"]), {})[table["name"]] = scan_entry(table)
+        grouped.setdefault((table.get("catalog"), table["db"]), []).append(table)
     return grouped
 
 
 def write_shards(files: FileStore, connection: str, sync_id: str, tables: Iterable[dict[str, Any]],
                  *, author: str) -> list[str]:
     """Merge the scan into every shard of ``connection``; shards of schemas no longer seen lose their tables."""
-    grouped: dict[tuple[str | None, str], list[dict[str, Any]]] = {}
-    for table in tables:
-        grouped.setdefault((table.get("catalog"), table["db"]), []).append(table)
+    grouped = group_tables(tables)
     written = []
     existing = set(files.list(f"_schema/{connection}/", suffix=".yaml"))
     targets = {shard_path(connection, catalog, schema): (catalog, schema) for catalog, schema in grouped}

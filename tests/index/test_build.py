@@ -143,6 +143,17 @@ def test_the_hashing_embedders_cells_are_its_rows_without_the_zeros() -> None:
         assert cells.dense().tobytes() == rows.tobytes()
 
 
+
+def test_a_batchs_rows_are_each_texts_own_wherever_its_rows_end() -> None:
+    """Empty rows first and last, texts that lower-case into more characters (some into ASCII letters) and a
+    text holding a NUL give, in a batch, each text's own row bit for bit."""
+    plain = ["", "Orders BY Region", "", "İstanbul ΣΑΣ straße", "a1b2 c3", ""]
+    for texts in (plain, [*plain, "null\x00inside"], ["only"], ["\x00"]):
+        embedder = HashingEmbedder(DIMS)
+        rows = embedder.embed(texts)
+        for row, text in enumerate(texts):
+            assert rows[row].tobytes() == reference_row(embedder, text).tobytes(), text
+
 KILLED_BUILD = """
 import os, signal, sys
 from pathlib import Path

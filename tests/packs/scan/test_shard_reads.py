@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from fresh_runtime import op_in_fresh_runtime
 
+from khive.bootstrap import open_runtime
 from khive.project.store import FileStore
 from packs.scan import shardread
 
@@ -185,3 +186,66 @@ async def test_the_index_reads_untouched_shards_from_the_run(call: Callable[...,
     shard.write_text(shard.read_text().replace("  orders:\n", "  orders:\n    description: zanzibar checkouts\n"))
     hits = runtime.index.search("zanzibar", kinds=["table"], limit=5)
     assert hits[0].id == "table:shop:main.orders" and parses.count == 1
+
+
+def index_rows(project: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every stored row of the retrieval index, table by table (FTS5's own tables included)."""
+    db = sqlite3.connect(project / ".khive" / "index.sqlite")
+    try:
+        names = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {name: db.execute(f'SELECT * FROM "{name}" ORDER BY 1').fetchall() for name in names}
+    finally:
+        db.close()
+
+
+async def built_index(project: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """The index built from nothing in a fresh runtime, as a first search after a scan builds it."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{project / '.khive' / 'index.sqlite'}{suffix}").unlink(missing_ok=True)
+    runtime = open_runtime(project, {"KHIVE_PACKS": "core,scan"})
+    try:
+        runtime.index.refresh()
+    finally:
+        await runtime.aclose()
+    return index_rows(project)
+
+
+async def test_untouched_shard_indexes_as_its_parsed_entries(call: Callable[..., Awaitable[dict[str, Any]]],
+                                                            project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index reads an untouched shard's tables straight from the run: the rows equal the parsed shard's."""
+    await call('scan.run(connection="shop")')
+    parses = YamlParses(monkeypatch)
+    from_run = await built_index(project)
+    assert parses.count == 0
+    shard = project / SHARD
+    shard.write_text(shard.read_text() + "# reviewed by ann\n")  # same entries, no longer the scan's text
+    parsed = await built_index(project)
+    assert parses.count == 1
+    assert parsed.pop("items") != from_run.pop("items")  # the file's stamp and digest: its text changed
+    assert parsed == from_run
+    assert len(from_run["docs"]) > 6  # six tables and their columns
+
+
+async def test_an_edit_to_one_shard_reaches_the_built_index(call: Callable[..., Awaitable[dict[str, Any]]],
+                                                            project: Path) -> None:
+    """An index built from the run, then one shard edited: the next refresh reads that shard parsed, and
+    its table's document says what the person wrote while the other tables' stay as built."""
+    await call('scan.run(connection="shop")')
+    await built_index(project)
+    shard = project / SHARD
+    text = shard.read_text()
+    edited = text.replace("  orders:\n", "  orders:\n    description: every purchase a shopper placed\n", 1)
+    assert edited != text
+    shard.write_text(edited)
+    runtime = open_runtime(project, {"KHIVE_PACKS": "core,scan"})
+    try:
+        before = {doc_id: runtime.index.get(doc_id) for doc_id in ("table:shop:main.customers",
+                                                                    "column:shop:main.orders.status")}
+        runtime.index.refresh()
+        orders = runtime.index.get("table:shop:main.orders")
+        assert orders is not None and orders["metadata"]["description"] == "every purchase a shopper placed"
+        assert [hit.id for hit in runtime.index.search("purchase shopper", limit=1)] == ["table:shop:main.orders"]
+        after = {doc_id: runtime.index.get(doc_id) for doc_id in before}
+    finally:
+        await runtime.aclose()
+    assert after == before and all(before.values())
