@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlite_project import sqlite_project
 
 from khive.bootstrap import open_runtime
 from khive.context import CLI, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.runtime import Runtime
-from khive.scaffold import init_project
 
 pytestmark = pytest.mark.anyio
 
@@ -35,19 +35,12 @@ QUERIES = ["orders status", "customer name", "languages French", "state of sales
 
 
 def make_project(root: Path) -> Path:
-    init_project(root, "ann")
-    db = sqlite3.connect(root / "wh.sqlite")
-    db.executescript(DDL)
-    db.executemany('INSERT INTO "it\'s" VALUES (?, ?)', enumerate(["English", "French", "German"]))
-    db.executemany('INSERT INTO "sales.orders" VALUES (?, ?, ?, ?)',
-                   [(i, f"Customer {i}", ["placed", "shipped"][i % 2], i * 3) for i in range(12)])
-    db.executemany("INSERT INTO customers VALUES (?, ?, ?)", [(i, f"Customer {i}", "smb") for i in range(5)])
-    db.commit()
-    db.close()
-    config = root / "khive.yaml"
-    config.write_text(config.read_text().replace(
-        "connections: {}", "connections:\n  wh:\n    driver: sqlite\n    path: wh.sqlite\n"))
-    return root
+    return sqlite_project(root, "wh", DDL, [
+        ('INSERT INTO "it\'s" VALUES (?, ?)', enumerate(["English", "French", "German"])),
+        ('INSERT INTO "sales.orders" VALUES (?, ?, ?, ?)',
+         [(i, f"Customer {i}", ["placed", "shipped"][i % 2], i * 3) for i in range(12)]),
+        ("INSERT INTO customers VALUES (?, ?, ?)", [(i, f"Customer {i}", "smb") for i in range(5)]),
+    ])
 
 
 async def call(runtime: Runtime, text: str) -> dict[str, Any]:

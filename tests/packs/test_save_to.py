@@ -7,7 +7,6 @@ import csv
 import hashlib
 import io
 import json
-import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -15,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlite_project import sqlite_project
 
 from khive import sink
 from khive.bootstrap import open_runtime
 from khive.context import CLI, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
-from khive.scaffold import init_project
 
 pytestmark = pytest.mark.anyio
 Call = Callable[[str], Awaitable[dict[str, Any]]]
@@ -29,21 +28,11 @@ Call = Callable[[str], Awaitable[dict[str, Any]]]
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    init_project(root, "ann")
-    db = sqlite3.connect(root / "shop.sqlite")
-    db.executescript("""
+    return sqlite_project(tmp_path / "proj", "shop", """
         CREATE TABLE orders (id INTEGER PRIMARY KEY, status TEXT NOT NULL, total NUMERIC(12, 2), note TEXT);
-    """)
-    db.executemany("INSERT INTO orders VALUES (?, ?, ?, ?)",
-                   [(i, ("shipped", "placed", "refunded")[i % 3], i * 1.5, None if i % 2 else 'say "hi", ok')
-                    for i in range(1, 13)])
-    db.commit()
-    db.close()
-    config = root / "khive.yaml"
-    config.write_text(config.read_text().replace(
-        "connections: {}", "connections:\n  shop:\n    driver: sqlite\n    path: shop.sqlite\n"))
-    return root
+    """, [("INSERT INTO orders VALUES (?, ?, ?, ?)",
+           [(i, ("shipped", "placed", "refunded")[i % 3], i * 1.5, None if i % 2 else 'say "hi", ok')
+            for i in range(1, 13)])])
 
 
 @pytest.fixture

@@ -3,14 +3,12 @@ language table holds French), from the values the scan sampled; free text and nu
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 from discover_project import Call
-
-from khive.scaffold import init_project
+from sqlite_project import sqlite_project
 
 pytestmark = pytest.mark.anyio
 
@@ -28,22 +26,14 @@ CREATE TABLE rental (rental_id INTEGER PRIMARY KEY, film_id INTEGER REFERENCES f
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    init_project(root, "ann")
-    db = sqlite3.connect(root / "media.sqlite")
-    db.executescript(MEDIA_DDL)
-    db.executemany("INSERT INTO language VALUES (?, ?)", enumerate(["English", "French", "German"]))
-    db.executemany("INSERT INTO film VALUES (?, ?, ?, ?)", [
-        (i, f"Title {i}", f"A thoughtful drama of a teacher who must find a mine shaft ({'ab'[i % 2]})", i % 3)
-        for i in range(20)])
-    db.executemany("INSERT INTO staff VALUES (?, ?, ?, ?)", [
-        (1, "Ann Lee", "Sales Representative", "B-1017"), (2, "Bo Chen", "Store Manager", "B-2203")])
-    db.commit()
-    db.close()
-    config = root / "khive.yaml"
-    config.write_text(config.read_text().replace(
-        "connections: {}", "connections:\n  media:\n    driver: sqlite\n    path: media.sqlite\n"))
-    return root
+    return sqlite_project(tmp_path / "proj", "media", MEDIA_DDL, [
+        ("INSERT INTO language VALUES (?, ?)", enumerate(["English", "French", "German"])),
+        ("INSERT INTO film VALUES (?, ?, ?, ?)", [
+            (i, f"Title {i}", f"A thoughtful drama of a teacher who must find a mine shaft ({'ab'[i % 2]})", i % 3)
+            for i in range(20)]),
+        ("INSERT INTO staff VALUES (?, ?, ?, ?)", [
+            (1, "Ann Lee", "Sales Representative", "B-1017"), (2, "Bo Chen", "Store Manager", "B-2203")]),
+    ])
 
 
 @pytest.fixture
