@@ -145,22 +145,26 @@ def vector_search(db: sqlite3.Connection, vectors: VectorTable, embedder: Embedd
     if not query_vector.any():
         return []
     floor = max(floor, 1e-9)  # below the floor a vector rank never counts
-    if kinds:
+    if kinds:  # only the asked kinds' rows are scored
         present = [kind for kind in kinds if kind in vectors.kind_rows]
         rows = np.concatenate([vectors.kind_rows[k] for k in present]) if present else np.zeros(0, dtype=np.int64)
-        scores = np.zeros(len(rowids), dtype=np.float32)  # only the asked kinds' rows are scored
-        scores[rows] = vectors.vectors.scores_at(rows, query_vector, floor)
-        candidates = rows[scores[rows] >= floor]
-        order = candidates[np.argsort(-scores[candidates], kind="stable")]  # ties: asked kind, then rowid
+        scored = vectors.vectors.scores_at(rows, query_vector, floor)
+        kept = scored >= floor
+        candidates, values = rows[kept], scored[kept]
+        ranked = np.argsort(-values, kind="stable")  # ties: asked kind, then rowid
     else:
         scores = vectors.vectors.scores(query_vector, floor)
         candidates = np.flatnonzero(scores >= floor)
-        order = candidates[np.lexsort((vectors.rowid_array[candidates], -scores[candidates]))]  # ties: rowid
+        values = scores[candidates]
+        ranked = np.lexsort((vectors.rowid_array[candidates], -values))  # ties: rowid
+    order, order_values = candidates[ranked], values[ranked]
     extra, params = _filters(kinds, connection, where)
     picked: list[tuple[int, float]] = []
     batch = max(limit * 4, 64)
     for start in range(0, len(order), batch):
-        chunk = [(rowids[i], float(scores[i])) for i in order[start : start + batch] if scores[i] > 0]
+        chunk = [(rowids[i], value) for i, value in zip(order[start : start + batch].tolist(),
+                                                         order_values[start : start + batch].tolist(), strict=True)
+                 if value > 0]
         if not chunk:
             break
         if extra:
