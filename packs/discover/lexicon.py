@@ -44,6 +44,7 @@ BORROWED = 0.6  # a name word that is the whole name of a table it references (s
 ROUTE_WHERE = {WHERE_NAME: 1.0, WHERE_COLUMN: 0.5}
 STRONG_INFERRED = 0.95  # an inferred key this sure links schemas like a declared one
 ROUTE_OTHER = 0.7  # anything else (comments, borrowed names) counts this share of its strength
+Keyed = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]  # (word, table, column) rows
 _COPY_SUFFIX = re.compile(r"_(?=[a-z_]*\d)[a-z0-9_]+\Z|_(old|bak|backup|copy|tmp|temp)\Z", re.I)
 
 
@@ -180,7 +181,7 @@ def build(index: RetrievalIndex) -> Lexicon:
     folded = _fold_copies(tables, {row[0]: row[7] for row in table_rows if row[7]})
     skipped = np.zeros(len(tables), dtype=bool)  # folded copies add no words: their parent has them all
     skipped[[numbers[t] for t in folded]] = True
-    found, phrases_found = columns.rows(skipped)
+    found, phrases_found, values = columns.rows(skipped)
     tokens = columns.tokens(skipped)
     for number, table in enumerate(tables.values()):
         if table.doc_id in folded:
@@ -207,7 +208,7 @@ def build(index: RetrievalIndex) -> Lexicon:
     for unit, unit_words in unit_keys.items():
         for word in unit_words:
             unit_df[word] = unit_df.get(word, 0) + len(units[unit])
-    found.add_values(*columns.value_rows(skipped))
+    found.add_values(*values)
     borrowed = [(words.known[word], numbers[t.doc_id]) for t in tables.values() for word in t.borrowed
                 if word in words.known]
     postings = _postings(found, words.spelled, borrowed, len(tables))
@@ -310,40 +311,31 @@ class _Columns:
         self._tables.append(table)
         self._names.append(number)
 
-    def _order(self) -> np.ndarray[Any, Any]:
-        """Positions in column-number order: table by table, each table's columns as the index holds them."""
-        return np.argsort(np.asarray(self._tables, dtype=np.int64), kind="stable")
-
-    def rows(self, skipped: np.ndarray[Any, Any]) -> tuple[_Found, _Found]:
+    def rows(self, skipped: np.ndarray[Any, Any]) -> tuple[_Found, _Found, Keyed]:
         """(word, table, where, column) rows of the column names and comments, (phrase, table, column) rows of
-        the names; the columns of ``skipped`` tables say nothing."""
+        the names, and (word, table, column) rows of the sampled values (``_Found.add_values`` takes them once
+        every name is known); the columns of ``skipped`` tables say nothing. Columns are numbered table by
+        table, each table's columns as the index holds them."""
         tables = np.asarray(self._tables, dtype=np.int64)
         column_numbers = np.empty(len(tables), dtype=np.int64)
-        column_numbers[self._order()] = np.arange(len(tables))
+        column_numbers[np.argsort(tables, kind="stable")] = np.arange(len(tables))
         kept = np.flatnonzero(~skipped[tables]) if len(tables) else np.zeros(0, dtype=np.int64)
         names = np.asarray(self._names, dtype=np.int64)[kept]
         found, phrases = _Found(), _Found()
         for packed, into in ((self._name_keys, found), (self._name_phrases, phrases)):
             numbers, owner = packed.expand(names)
             into.add_rows(numbers, tables[kept][owner], WHERE_COLUMN, column_numbers[kept][owner])
-        noted = np.asarray(self._noted, dtype=np.int64)
-        noted_kept = ~skipped[tables[noted]] if len(noted) else np.zeros(0, dtype=bool)
-        at = noted[noted_kept]
-        numbers, owner = self._note_keys.expand(np.asarray(self._notes, dtype=np.int64)[noted_kept])
-        found.add_rows(numbers, tables[at][owner], WHERE_COLUMN_NOTE, column_numbers[at][owner])
-        return found, phrases
 
-    def value_rows(self, skipped: np.ndarray[Any, Any]
-                   ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-        """(word, table, column) rows of the sampled values; the columns of ``skipped`` tables say nothing."""
-        tables = np.asarray(self._tables, dtype=np.int64)
-        column_numbers = np.empty(len(tables), dtype=np.int64)
-        column_numbers[self._order()] = np.arange(len(tables))
-        valued = np.asarray(self._valued, dtype=np.int64)
-        kept = ~skipped[tables[valued]] if len(valued) else np.zeros(0, dtype=bool)
-        numbers, owner = self._value_keys.expand(np.flatnonzero(kept))
-        at = valued[kept]
-        return numbers, tables[at][owner], column_numbers[at][owner]
+        def keyed(positions: list[int], items: np.ndarray[Any, Any], packed: _Packed) -> Keyed:
+            """The rows of the keys ``packed`` holds for the columns at ``positions`` (``items``: their entries)."""
+            at = np.asarray(positions, dtype=np.int64)
+            said = ~skipped[tables[at]] if len(at) else np.zeros(0, dtype=bool)
+            numbers, owner = packed.expand(items[said])
+            return numbers, tables[at[said]][owner], column_numbers[at[said]][owner]
+
+        words, owners, columns = keyed(self._noted, np.asarray(self._notes, dtype=np.int64), self._note_keys)
+        found.add_rows(words, owners, WHERE_COLUMN_NOTE, columns)
+        return found, phrases, keyed(self._valued, np.arange(len(self._valued)), self._value_keys)
 
     def tokens(self, skipped: np.ndarray[Any, Any]) -> set[str]:
         """Identifier tokens of the column names of tables not ``skipped``."""
