@@ -22,7 +22,8 @@ POOL_DDL = "CREATE SCHEMA erp;" + "".join(f"""
 CREATE TABLE erp.{name} ({name}_id INTEGER PRIMARY KEY, rowguid VARCHAR, modified TIMESTAMP);
 COMMENT ON COLUMN erp.{name}.{name}_id IS 'Primary key, kept for merge replication.';
 COMMENT ON COLUMN erp.{name}.rowguid IS 'Row identifier, kept for merge replication.';
-COMMENT ON COLUMN erp.{name}.modified IS 'Date the row changed, kept for merge replication.';""" for name in ERP_TABLES) + """
+COMMENT ON COLUMN erp.{name}.modified IS 'Date the row changed, kept for merge replication.';"""
+                                       for name in ERP_TABLES) + """
 ALTER TABLE erp.pallet ADD COLUMN tare DECIMAL;
 COMMENT ON COLUMN erp.pallet.tare IS 'Empty weight in kilograms, kept for merge replication.';
 CREATE SCHEMA logistics;
