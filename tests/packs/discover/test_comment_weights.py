@@ -65,3 +65,14 @@ async def test_without_the_rule_the_boilerplate_word_wins(call: Call, monkeypatc
     monkeypatch.setattr(comment_weights, "COMMON_MIN", 10**9)
     ids = await first_tables(call, "weight replication")
     assert ids[0] == "erp.pallet", ids
+
+
+async def test_a_catalog_with_few_comments_keeps_every_comment_word(call: Call, project: Path) -> None:
+    # Only pallet's four comments are left: too few to call any of their words a formula, so "replication"
+    # counts like any comment word and pallet, which holds both words, leads.
+    pool = duckdb.connect(str(project / "pool.duckdb"))
+    for name in ERP_TABLES[:-1]:
+        pool.execute(f"DROP TABLE erp.{name}")
+    pool.close()
+    ids = await first_tables(call, "weight replication")
+    assert ids[0] == "erp.pallet", ids
