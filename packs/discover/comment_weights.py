@@ -21,16 +21,16 @@ COMMON_MIN = 5  # ... or in at most this many (a small catalog's few comments ar
 def boilerplate(words: np.ndarray[Any, Any], documents: np.ndarray[Any, Any], n_words: int) -> np.ndarray[Any, Any]:
     """Per word number, the factor its comment matches are scaled by: 1 for a word in at most B =
     max(COMMON_MIN, COMMON_SHARE x N) of the N comment documents, else ln(N / count) / ln(N / B), so a word
-    in every comment counts nothing. ``words`` and ``documents`` are the comment rows (word, document)."""
+    in every comment counts nothing. ``words`` and ``documents`` are the comment rows, each (word, document)
+    once (a comment's keys are a set)."""
     factor = np.ones(n_words, dtype=np.float64)
     if not len(words):
         return factor
-    n = len(np.unique(documents))
+    n = int(np.count_nonzero(np.bincount(documents)))
     bound = max(float(COMMON_MIN), COMMON_SHARE * n)
     if n <= bound:
         return factor
-    stride = int(documents.max()) + 1
-    counts = np.bincount(np.unique(words * stride + documents) // stride, minlength=n_words).astype(np.float64)
+    counts = np.bincount(words, minlength=n_words).astype(np.float64)
     common = counts > bound
     factor[common] = np.log(n / counts[common]) / math.log(n / bound)
     return factor
