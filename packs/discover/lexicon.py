@@ -28,6 +28,7 @@ import numpy as np
 import orjson
 
 from khive.index.morph import ABBREVIATIONS, identifier_words, key, segment, split_identifier
+from packs.discover import comment_weights
 from packs.discover.text import STOPWORDS, split_words
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ BORROWED = 0.6  # a name word that is the whole name of a table it references (s
 ROUTE_WHERE = {WHERE_NAME: 1.0, WHERE_COLUMN: 0.5}
 STRONG_INFERRED = 0.95  # an inferred key this sure links schemas like a declared one
 ROUTE_OTHER = 0.7  # anything else (comments, borrowed names) counts this share of its strength
+NOTE_WHERES = (WHERE_TABLE_NOTE, WHERE_COLUMN_NOTE)
 Keyed = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]  # (word, table, column) rows
 _COPY_SUFFIX = re.compile(r"_(?=[a-z_]*\d)[a-z0-9_]+\Z|_(old|bak|backup|copy|tmp|temp)\Z", re.I)
 
@@ -211,7 +213,8 @@ def build(index: RetrievalIndex) -> Lexicon:
     found.add_values(*values)
     borrowed = [(words.known[word], numbers[t.doc_id]) for t in tables.values() for word in t.borrowed
                 if word in words.known]
-    postings = _postings(found, words.spelled, borrowed, len(tables))
+    note_factor = comment_weights.boilerplate(*found.notes(), len(words.spelled))
+    postings = _postings(found, words.spelled, borrowed, len(tables), note_factor)
     part_tables: dict[str, list[int]] = {}
     for table_id, table in tables.items():
         for part in table.name_parts:
@@ -375,6 +378,17 @@ class _Found:
         wheres.extend([where] * len(words))
         columns.extend([column] * len(words))
 
+    def notes(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """(word, document) of every comment row: a document is a commented column (its number) or a commented
+        table (past every column number)."""
+        listed = tuple(np.asarray(values, dtype=dtype)
+                       for values, dtype in zip(self._rows, (np.int64, np.int64, np.float64, np.int64), strict=True))
+        words, tables, wheres, columns = (np.concatenate(part) for part in zip(*self._parts, listed, strict=True))
+        noted = np.isin(wheres, NOTE_WHERES)
+        offset = int(columns.max()) + 1 if len(columns) else 0
+        documents = np.where(columns >= 0, columns, offset + tables)
+        return words[noted], documents[noted]
+
     def best(self) -> tuple[np.ndarray[Any, Any], ...]:
         """(word, table, where, column) arrays with one row per (word, table), sorted by both: the strongest
         where, and of equally strong rows the first column (columns are numbered in catalog order)."""
@@ -397,9 +411,11 @@ def _slices(numbers: np.ndarray[Any, Any]) -> Iterable[tuple[int, int, int]]:
     return ((number, start, end) for number, (start, end) in zip(firsts, pairwise(bounds), strict=True))
 
 
-def _postings(found: _Found, spelled: list[str], borrowed: list[tuple[int, int]], n_tables: int
-              ) -> dict[str, Posting]:
+def _postings(found: _Found, spelled: list[str], borrowed: list[tuple[int, int]], n_tables: int,
+              note_factor: np.ndarray[Any, Any]) -> dict[str, Posting]:
     words, tables, wheres, columns = found.best()
+    # a comment's word counts by its rarity among the catalog's comments (boilerplate ~ a stop word)
+    wheres = np.where(np.isin(wheres, NOTE_WHERES), wheres * note_factor[words], wheres)
     if borrowed:  # a name word that is the whole name of a table it references says less (store_sales -> store)
         lent = np.isin(words * n_tables + tables, np.asarray([w * n_tables + t for w, t in borrowed], dtype=np.int64))
         wheres = np.where(lent & (wheres == WHERE_NAME), wheres * BORROWED, wheres)

@@ -31,7 +31,7 @@ from khive.atomicfile import replace_with
 from khive.gcpause import paused_gc
 from khive.index import morph
 from khive.project.locate import STATE_DIR
-from packs.discover import later, lexicon, text
+from packs.discover import comment_weights, later, lexicon, text
 from packs.discover.lexicon import Lexicon, Posting, Table
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def _code_digest() -> str:
     except metadata.PackageNotFoundError:
         words = "none"
     digest = hashlib.sha256(f"format {FORMAT}, wordninja {words}".encode())
-    for module in (lexicon, text, morph):
+    for module in (lexicon, comment_weights, text, morph):
         digest.update(Path(str(module.__file__)).read_bytes())
     return digest.hexdigest()
 
