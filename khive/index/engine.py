@@ -48,6 +48,7 @@ from khive.index.scanstat import oldest_first, stat_walk_paths
 from khive.index.store import (
     BUILD_PAGE_CACHE,
     connect,
+    create_id_index,
     create_secondary_indexes,
     delete_item_docs,
     doc_rows,
@@ -317,6 +318,8 @@ class RetrievalIndex:
             build.written |= own
         if clash:
             db = self._settled()
+            if build is not None:  # ids looked up one by one from here on
+                create_id_index(db)
             for document in expand(items):  # the newest file wins, in file order the last (insert_doc)
                 checked = self._rules.checked(document, self._kind_of)
                 rowid = insert_doc(db, source_name, relative, document, checked, mtime_ns)

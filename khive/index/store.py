@@ -18,15 +18,25 @@ from khive.index.documents import FIELDS, Document, Item
 from khive.index.newrows import INSERT_DOC, INSERT_EDGE, INSERT_FTS, FileRows, doc_row, fts_row
 from khive.sqlite_util import immediate, open_wal, statements
 
-SCHEMA_VERSION = "4"  # 3: implied edges as docs.up/via, lean child rows (ADR 0050); 4: shadowed (ADR 0051)
+SCHEMA_VERSION = "5"  # 3: implied edges as docs.up/via, lean child rows (ADR 0050); 4: shadowed (ADR 0051);
+# 5: docs.id unique through an index of its own, made once after a build from nothing (ADR 0052)
 
-# Lookups only, no constraint: a build from an empty index drops them and creates them again at its end, one
-# sort each instead of a b-tree insert per row (ADR 0048).
-SECONDARY_INDEXES = {"docs_item": "docs (source, path) WHERE up IS NULL", "docs_kind": "docs (kind)",
+# A build from an empty index drops these and creates them again at its end, one sort each instead of a b-tree
+# insert per row (ADR 0048). All are lookups but ``docs_id``, which keeps ids unique: the build's own clash check
+# keeps them so meanwhile (ADR 0050's ids written, in memory), and the index made at the end checks it again.
+SECONDARY_INDEXES = {"docs_id": "docs (id)",
+                     "docs_item": "docs (source, path) WHERE up IS NULL", "docs_kind": "docs (kind)",
                      "docs_up": "docs (up) WHERE up IS NOT NULL", "edges_target": "edges (target_id, relation)",
                      "shadowed_item": "shadowed (source, path)"}
 
-_CREATE_SECONDARY = "\n".join(f"CREATE INDEX IF NOT EXISTS {name} ON {on};" for name, on in SECONDARY_INDEXES.items())
+_UNIQUE = frozenset({"docs_id"})
+
+
+def _create_index(name: str) -> str:
+    return f"CREATE {'UNIQUE ' if name in _UNIQUE else ''}INDEX IF NOT EXISTS {name} ON {SECONDARY_INDEXES[name]}"
+
+
+_CREATE_SECONDARY = "\n".join(f"{_create_index(name)};" for name in SECONDARY_INDEXES)
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -36,7 +46,7 @@ CREATE TABLE IF NOT EXISTS items (
     sha256 TEXT NOT NULL, error TEXT, PRIMARY KEY (source, path)
 );
 CREATE TABLE IF NOT EXISTS docs (
-    rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, connection TEXT,
+    rowid INTEGER PRIMARY KEY, id TEXT NOT NULL, kind TEXT NOT NULL, connection TEXT,
     title TEXT NOT NULL, source TEXT NOT NULL, path TEXT NOT NULL, metadata TEXT NOT NULL,
     up INTEGER, via TEXT,  -- an implied edge (ADR 0050): the rowid of its source and its relation
     lead INTEGER  -- a child row's metadata text starts with this many characters of its parent's (leanrows)
@@ -108,8 +118,13 @@ def drop_secondary_indexes(db: sqlite3.Connection) -> None:
 
 
 def create_secondary_indexes(db: sqlite3.Connection) -> None:
-    for name, on in SECONDARY_INDEXES.items():  # one by one: executescript would commit the build's transaction
-        db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {on}")
+    for name in SECONDARY_INDEXES:  # one by one: executescript would commit the build's transaction
+        db.execute(_create_index(name))
+
+
+def create_id_index(db: sqlite3.Connection) -> None:
+    """The ``docs.id`` index now, when a build from nothing needs to look ids up (a clash) before its end."""
+    db.execute(_create_index("docs_id"))
 
 
 def delete_item_docs(db: sqlite3.Connection, source: str, path: str) -> list[str]:
