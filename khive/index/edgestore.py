@@ -109,13 +109,8 @@ class Implied:
             lead = self._leads[up] = leanrows.shared_start(self._parents[up], metadata)
         return lead
 
-    def take_rows(self) -> list[tuple[str, str, str, str]]:
-        """The edge rows of edges not implied added since the last take (a part of a file written early)."""
-        taken, self._rows = self._rows, []
-        return taken
-
     def rows(self) -> list[tuple[str, str, str, str]]:
-        """The edge rows of the batch not taken yet: every edge not implied, then the claims no target took."""
+        """The edge rows of the batch: every edge not implied, then the claims no target took."""
         return self._rows + [(source, relation, target, "{}")
                              for target, (_, source, relation) in self._pending.items()]
 

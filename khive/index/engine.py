@@ -17,7 +17,6 @@ import threading
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ import orjson
 from khive.gcpause import paused_gc
 from khive.index import edgestore, leanrows, links, vectorblob, vectorscan
 from khive.index import search as search_mod
-from khive.index.build import BuildState, Writer, parts
+from khive.index.build import BuildState
 from khive.index.documents import (
     FIELDS,
     Document,
@@ -43,7 +42,6 @@ from khive.index.documents import (
 )
 from khive.index.edgerules import EdgeRuleError, EdgeRules
 from khive.index.embed import CellEmbedder, Embedder
-from khive.index.newrows import FileRows, Rows
 from khive.index.scanstat import oldest_first, stat_walk_paths
 from khive.index.store import (
     BUILD_PAGE_CACHE,
@@ -56,7 +54,6 @@ from khive.index.store import (
     existing_ids,
     insert_doc,
     insert_new_docs,
-    insert_vectors,
     is_empty,
     is_shadowed,
     kinds_of,
@@ -101,7 +98,7 @@ class RetrievalIndex:
         self._watcher: ChangeWatcher | None = None
         self._walked = False
         self._matrix: search_mod.VectorTable | None = None
-        self._build: BuildState | None = None  # during a build from nothing: its writer thread and what it wrote
+        self._build: BuildState | None = None  # during a build from nothing: what it wrote
         self.generation = 0
 
     # freshness ------------------------------------------------------------------------------
@@ -150,26 +147,21 @@ class RetrievalIndex:
                 if from_nothing:
                     set_page_cache_size(self.db, BUILD_PAGE_CACHE)
                     drop_secondary_indexes(self.db)
-                    self._build = BuildState(Writer(self.db))  # rows written by a thread of their own (ADR 0052)
-                try:
-                    for key in sorted(stored.keys() - current.keys()):  # first: a renamed file's ids are free again
-                        self._remove(key[0], key[1], report)
-                    for key, stamp in sorted(current.items(), key=oldest_first):  # an id in two files: the newest's
-                        previous = stored.get(key)
-                        if previous is None or previous[:2] != stamp or key[0] in stale_sources:
-                            self._reindex(key[0], key[1],
-                                          previous[2] if previous and key[0] not in stale_sources else None,
-                                          report, holds_nothing=from_nothing)
-                    db = self._settled()
-                finally:  # the writer stops before the transaction ends, either way
-                    if self._build is not None:
-                        self._build.writer.close()
-                        self._build = None
+                    self._build = BuildState()
+                for key in sorted(stored.keys() - current.keys()):  # first: a renamed file's ids are free again
+                    self._remove(key[0], key[1], report)
+                for key, stamp in sorted(current.items(), key=oldest_first):  # an id in two files: the newest's
+                    previous = stored.get(key)
+                    if previous is None or previous[:2] != stamp or key[0] in stale_sources:
+                        self._reindex(key[0], key[1],
+                                      previous[2] if previous and key[0] not in stale_sources else None,
+                                      report, holds_nothing=from_nothing)
                 if from_nothing:
-                    create_secondary_indexes(db)
+                    create_secondary_indexes(self.db)
                 self._record_source_versions()
         finally:
             set_page_cache_size(self.db, cache)  # memory back once written
+            self._build = None
         self._walked = True
         return self._finish(report)
 
@@ -245,7 +237,7 @@ class RetrievalIndex:
             self._remove(source_name, relative, report)
             return
         sha = hashlib.sha256(data).hexdigest()
-        if sha == previous_sha and not is_shadowed(self._settled(), source_name, relative):  # touched, not changed
+        if sha == previous_sha and not is_shadowed(self.db, source_name, relative):  # touched, not changed
             # (a file with a document behind another file's is read again: written later now, it may win)
             self.db.execute("UPDATE items SET mtime_ns = ?, size = ? WHERE source = ? AND path = ?",
                             (stat.st_mtime_ns, stat.st_size, source_name, relative))
@@ -260,8 +252,8 @@ class RetrievalIndex:
             report.errors[relative] = error
             held += self._delete_docs(source_name, relative)
             log.warning("index: %s: %s", relative, error)
-        self._write("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?)",
-                    (source_name, relative, stat.st_mtime_ns, stat.st_size, sha, error))
+        self.db.execute("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?)",
+                        (source_name, relative, stat.st_mtime_ns, stat.st_size, sha, error))
         report.reindexed += 1
         self._bring_back(held, report)
 
@@ -287,23 +279,12 @@ class RetrievalIndex:
     def _bring_back(self, held: Sequence[str], report: RefreshReport) -> None:
         """Files whose document of one of ``held`` (ids a file just gave up) waited behind it are read again:
         the index then holds what one built from nothing holds (ADR 0051)."""
-        for source_name, relative in shadowed_files(self._settled(), held) if held else ():
+        for source_name, relative in shadowed_files(self.db, held):
             if source_name in self.sources:
                 self._reindex(source_name, relative, None, report)
 
-    def _settled(self) -> sqlite3.Connection:
-        """The connection, for this thread to use: during a build from nothing, once its writer is done."""
-        return self._build.writer.settled() if self._build is not None else self.db
-
-    def _write(self, sql: str, params: tuple[Any, ...]) -> None:
-        """One write, handed to the build's writer (in order with the rows before it) when there is one."""
-        if self._build is not None:
-            self._build.writer.write(partial(_execute, sql, params))
-        else:
-            self.db.execute(sql, params)
-
     def _delete_docs(self, source_name: str, relative: str) -> list[str]:
-        held = delete_item_docs(self._settled(), source_name, relative)
+        held = delete_item_docs(self.db, source_name, relative)
         if self._build is not None:
             self._build.forget(held)
         return held
@@ -317,7 +298,7 @@ class RetrievalIndex:
         if build is not None:
             build.written |= own
         if clash:
-            db = self._settled()
+            db = self.db
             if build is not None:  # ids looked up one by one from here on
                 create_id_index(db)
             for document in expand(items):  # the newest file wins, in file order the last (insert_doc)
@@ -333,7 +314,7 @@ class RetrievalIndex:
         targets = sorted({edge.target for item in items if isinstance(item, Document) for edge in item.edges
                           if edge.target not in own})
         kinds = {target: build.kinds[target] for target in targets if target in build.kinds} \
-            if build is not None else kinds_of(self.db, targets)
+            if build is not None else kinds_of(self.db, targets)  # without the docs.id index in a build (ADR 0052)
         edges: list[Sequence[tuple[str, str, Any]]] = []
         for n, item in enumerate(items):  # a target is known once inserted, as one by one
             if isinstance(item, DocumentBatch):  # no edges of its own; those into it checked once
@@ -344,29 +325,20 @@ class RetrievalIndex:
                 continue
             edges.append(self._rules.checked(item, kinds) if item.edges else ())
             kinds[item.id] = item.kind
-        if build is None:
-            rowids = insert_new_docs(self.db, source_name, relative, items, edges, self._rules.implied)
-            self._store_vectors(rowids, items)
-            return
-        build.kinds.update(kinds)  # the targets' (known already) and these documents'
-        rows = FileRows(source_name, relative, build.next_rowid(), self._rules.implied)
-        for part in parts(items):  # each part's rows written by the writer while the next part's are made
-            made, vectors = rows.add(items[part], edges[part]), self._vector_rows
-            build.writer.write(partial(_write_part, made, vectors(made.rowids, items[part])))
-        build.writer.write(rows.finish().write)
-        build.rowid = rows.next_rowid
+        rowids = insert_new_docs(self.db, source_name, relative, items, edges, self._rules.implied)
+        self._store_vectors(rowids, items)
+        if build is not None:
+            build.kinds.update(kinds)  # the targets' (known already) and these documents'
 
     def _store_vectors(self, rowids: Sequence[int], items: Sequence[Item]) -> None:
-        insert_vectors(self.db, self._vector_rows(rowids, items))
-
-    def _vector_rows(self, rowids: Sequence[int], items: Sequence[Item]) -> list[tuple[int, str, bytes]]:
         if self.embedder is None or not items:
-            return []
+            return
         texts = [text for item in items for text in embed_texts(item)]
         stored = vectorblob.cell_blobs(self.embedder.cells(texts)) if isinstance(self.embedder, CellEmbedder) \
             else vectorblob.blobs(self.embedder.embed(texts).astype(np.float32, copy=False))
         name = self.embedder.name
-        return [(rowid, name, blob) for rowid, blob in zip(rowids, stored, strict=True)]
+        self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                            [(rowid, name, blob) for rowid, blob in zip(rowids, stored, strict=True)])
 
     # edges ----------------------------------------------------------------------------------
     def edge_problems(self, document: Document, kinds: Mapping[str, str] | None = None) -> list[str]:
@@ -586,11 +558,3 @@ class RetrievalIndex:
                 self._watcher = None
             self.db.close()
 
-
-def _write_part(rows: Rows, vectors: list[tuple[int, str, bytes]], db: sqlite3.Connection) -> None:
-    rows.write(db)
-    insert_vectors(db, vectors)
-
-
-def _execute(sql: str, params: tuple[Any, ...], db: sqlite3.Connection) -> None:
-    db.execute(sql, params)

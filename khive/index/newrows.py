@@ -1,10 +1,6 @@
-"""The rows of one file's new documents, made a part at a time and written in order (ADR 0050, ADR 0052).
+"""The rows of one file's new documents (ADR 0050): ``docs``, ``docs_fts`` and ``edges`` rows, made in one pass.
 
-A file's documents become ``docs``, ``docs_fts`` and ``edges`` rows; the rowids are the ones one-by-one inserts
-would get (SQLite gives a new row max(rowid) + 1). The rows of a file may be made in parts (a build from nothing
-hands each part to its writer thread while it makes the next): the state that crosses a part (the next rowid,
-the implied edges still waiting for their targets, the last document) lives here, so the rows of every part,
-written in order, are the rows the whole file made at once gives, edge rows included in the same order.
+The rowids are the ones one-by-one inserts would get (SQLite gives a new row max(rowid) + 1).
 """
 
 from __future__ import annotations
@@ -32,7 +28,7 @@ _FIELD_TEXTS = itemgetter(*FIELDS)
 
 @dataclass(frozen=True, slots=True)
 class Rows:
-    """One part's rows of the three tables; ``rowids``: its documents', in order."""
+    """A file's rows of the three tables; ``rowids``: its documents', in order."""
 
     rowids: range
     docs: list[tuple[Any, ...]]
@@ -45,58 +41,40 @@ class Rows:
         db.executemany(INSERT_EDGE, self.edges)
 
 
-class FileRows:
-    """The rows of one file's documents whose ids are in neither the index nor twice in the file.
-
-    ``add`` the file's items in order, in as many parts as wanted, then ``finish``. An edge whose (source kind,
-    relation) is in ``implied`` is kept as its target's ``up``/``via`` when ``edgestore.Implied`` can. A
-    batch's rows are made column by column, as its documents' would be."""
-
-    def __init__(self, source: str, path: str, first_rowid: int, implied: frozenset[tuple[str, str]]):
-        self._source, self._path = source, path
-        self.next_rowid = first_rowid
-        self._links = edgestore.Implied(implied)
-        self._parent: tuple[int, Document, str, bool] | None = None  # the last document: (rowid, it, metadata,
-        # claimed)
-
-    def add(self, items: Sequence[Item], edges: Sequence[Sequence[tuple[str, str, Any]]]) -> Rows:
-        """The rows of the next ``items`` (``edges``: each one's checked edges); edge rows of claims still
-        waiting for a target come with ``finish``."""
-        source, path, links = self._source, self._path, self._links
-        first = rowid = self.next_rowid
-        doc_values: list[tuple[Any, ...]] = []
-        fts_values: list[tuple[Any, ...]] = []
-        parent = self._parent
-        for item, item_edges in zip(items, edges, strict=True):  # one pass builds the three tables' rows
-            if isinstance(item, DocumentBatch):
-                if item.from_previous:  # checked by the caller: the item before is a document
-                    assert parent is not None and parent[0] == rowid - 1
-                    links.adopt(parent[0], parent[1], item.from_previous, item.ids, parent[2], parent[3])
-                rowids = range(rowid, rowid + len(item))
-                metadata = [orjson.dumps(meta if type(meta) is dict else dict(meta)).decode()
-                            for meta in item.metadata]
-                doc_values.extend(_batch_rows(links, rowids, source, path, item, metadata))
-                fts_values.extend(zip(rowids, *map(item.field_texts, FIELDS),
-                                      repeat(scope_tokens(item.kind, item.connection))))
-                rowid += len(item)
-                continue
-            up, via = links.claim(item.id)
-            row = doc_row(rowid, source, path, item)
-            parent = (rowid, item, row[7], up is not None)
-            if up is not None:
-                row = _child_row(links, row, up, via)
-            doc_values.append(row)
-            fts_values.append(fts_row(rowid, item))
-            if item_edges:
-                links.add(rowid, item, item_edges, parent[2], parent[3])
-            rowid += 1
-        self._parent, self.next_rowid = parent, rowid
-        return Rows(range(first, rowid), doc_values, fts_values, links.take_rows())
-
-    def finish(self) -> Rows:
-        """The last edge rows: the edges not handed out yet, then the claims no target took (the order the edge
-        rows of the whole file at once have)."""
-        return Rows(range(self.next_rowid, self.next_rowid), [], [], self._links.rows())
+def file_rows(source: str, path: str, first_rowid: int, items: Sequence[Item],
+              edges: Sequence[Sequence[tuple[str, str, Any]]], implied: frozenset[tuple[str, str]]) -> Rows:
+    """The rows of one file's documents whose ids are in neither the index nor twice in the file, from
+    ``first_rowid`` on (``edges``: each item's checked edges). An edge whose (source kind, relation) is in
+    ``implied`` is kept as its target's ``up``/``via`` when ``edgestore.Implied`` can. A batch's rows are made
+    column by column, as its documents' would be."""
+    rowid = first_rowid
+    doc_values: list[tuple[Any, ...]] = []
+    fts_values: list[tuple[Any, ...]] = []
+    links = edgestore.Implied(implied)
+    parent: tuple[int, Document, str, bool] | None = None  # the last document: (rowid, it, metadata, claimed)
+    for item, item_edges in zip(items, edges, strict=True):  # one pass builds the three tables' rows
+        if isinstance(item, DocumentBatch):
+            if item.from_previous:  # checked by the caller: the item before is a document
+                assert parent is not None and parent[0] == rowid - 1
+                links.adopt(parent[0], parent[1], item.from_previous, item.ids, parent[2], parent[3])
+            rowids = range(rowid, rowid + len(item))
+            metadata = [orjson.dumps(meta if type(meta) is dict else dict(meta)).decode() for meta in item.metadata]
+            doc_values.extend(_batch_rows(links, rowids, source, path, item, metadata))
+            fts_values.extend(zip(rowids, *map(item.field_texts, FIELDS),
+                                  repeat(scope_tokens(item.kind, item.connection))))
+            rowid += len(item)
+            continue
+        up, via = links.claim(item.id)
+        row = doc_row(rowid, source, path, item)
+        parent = (rowid, item, row[7], up is not None)
+        if up is not None:
+            row = _child_row(links, row, up, via)
+        doc_values.append(row)
+        fts_values.append(fts_row(rowid, item))
+        if item_edges:
+            links.add(rowid, item, item_edges, parent[2], parent[3])
+        rowid += 1
+    return Rows(range(first_rowid, rowid), doc_values, fts_values, links.rows())
 
 
 def doc_row(rowid: int | None, source: str, path: str, doc: Document) -> tuple[Any, ...]:

@@ -15,7 +15,7 @@ import orjson
 
 from khive.index import edgestore, leanrows
 from khive.index.documents import FIELDS, Document, Item
-from khive.index.newrows import INSERT_DOC, INSERT_EDGE, INSERT_FTS, FileRows, doc_row, fts_row
+from khive.index.newrows import INSERT_DOC, INSERT_EDGE, INSERT_FTS, doc_row, file_rows, fts_row
 from khive.sqlite_util import immediate, open_wal, statements
 
 SCHEMA_VERSION = "5"  # 3: implied edges as docs.up/via, lean child rows (ADR 0050); 4: shadowed (ADR 0051);
@@ -190,18 +190,11 @@ def shadowed_files(db: sqlite3.Connection, ids: Sequence[str]) -> list[tuple[str
 def insert_new_docs(db: sqlite3.Connection, source: str, path: str, items: Sequence[Item],
                     edges: Sequence[Sequence[tuple[str, str, Any]]],
                     implied: frozenset[tuple[str, str]] = frozenset()) -> list[int]:
-    """Insert documents whose ids are in neither the index nor twice in ``items`` (``newrows.FileRows``), one
+    """Insert documents whose ids are in neither the index nor twice in ``items`` (``newrows.file_rows``), one
     statement per table; the rowids of every document, in order."""
-    rows = FileRows(source, path, next_rowid(db), implied)
-    part = rows.add(items, edges)
-    part.write(db)
-    rows.finish().write(db)
-    return list(part.rowids)
-
-
-def insert_vectors(db: sqlite3.Connection, rows: Sequence[tuple[int, str, bytes]]) -> None:
-    if rows:
-        db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
+    rows = file_rows(source, path, next_rowid(db), items, edges, implied)
+    rows.write(db)
+    return list(rows.rowids)
 
 
 def next_rowid(db: sqlite3.Connection) -> int:
