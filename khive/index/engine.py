@@ -16,7 +16,7 @@ import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +26,11 @@ import orjson
 from khive.gcpause import paused_gc
 from khive.index import edgestore, leanrows, links, vectorblob, vectorscan
 from khive.index import search as search_mod
+from khive.index.build import BuildState
 from khive.index.documents import (
     FIELDS,
     Document,
     DocumentBatch,
-    Edge,
     EdgeRule,
     IndexSource,
     Item,
@@ -40,11 +40,13 @@ from khive.index.documents import (
     owns_relative,
     previous_document,
 )
+from khive.index.edgerules import EdgeRuleError, EdgeRules
 from khive.index.embed import CellEmbedder, Embedder
 from khive.index.scanstat import oldest_first, stat_walk_paths
 from khive.index.store import (
     BUILD_PAGE_CACHE,
     connect,
+    create_id_index,
     create_secondary_indexes,
     delete_item_docs,
     doc_rows,
@@ -80,10 +82,6 @@ class RefreshReport:
         return bool(self.reindexed or self.removed)
 
 
-class EdgeRuleError(ValueError):
-    pass
-
-
 class RetrievalIndex:
     def __init__(self, project: Path, sources: Sequence[IndexSource], *, embedder: Embedder | None = None,
                  edge_rules: Sequence[EdgeRule] = (), database: Path | None = None, watch: bool = True,
@@ -92,25 +90,15 @@ class RetrievalIndex:
         self.limits = limits  # sources parse files under these, whoever triggers the refresh
         self.sources = {source.name: source for source in sources}
         self.embedder = embedder
-        self.edge_rules = tuple(edge_rules)
-        # (from kind, relation) -> the target kinds the rules allow: the per-edge check of an index build
-        self._allowed: dict[tuple[str, str], frozenset[str]] = {}
-        # (from kind, relation) whose edges may be kept on their target's row (ADR 0050)
-        self._implied = frozenset((kind, rule.relation) for rule in self.edge_rules if rule.implied
-                                  for kind in rule.from_kinds)
-        for rule in self.edge_rules:
-            for kind in rule.from_kinds:
-                key = (kind, rule.relation)
-                self._allowed[key] = self._allowed.get(key, frozenset()) | rule.to_kinds
+        self._rules = EdgeRules(edge_rules)
+        self.edge_rules = self._rules.rules
         self.db = connect(database or self.project / ".khive" / "index.sqlite")
         self._lock = threading.RLock()
         self._watch = watch
         self._watcher: ChangeWatcher | None = None
         self._walked = False
         self._matrix: search_mod.VectorTable | None = None
-        # During a build from nothing, every id written so far (a superset of the index's: a file that failed
-        # keeps its ids here), so a file's ids are checked for clashes without a query per 500 of them.
-        self._written: set[str] | None = None
+        self._build: BuildState | None = None  # during a build from nothing: what it wrote
         self.generation = 0
 
     # freshness ------------------------------------------------------------------------------
@@ -159,7 +147,7 @@ class RetrievalIndex:
                 if from_nothing:
                     set_page_cache_size(self.db, BUILD_PAGE_CACHE)
                     drop_secondary_indexes(self.db)
-                    self._written = set()
+                    self._build = BuildState()
                 for key in sorted(stored.keys() - current.keys()):  # first: a renamed file's ids are free again
                     self._remove(key[0], key[1], report)
                 for key, stamp in sorted(current.items(), key=oldest_first):  # an id in two files: the newest's
@@ -173,7 +161,7 @@ class RetrievalIndex:
                 self._record_source_versions()
         finally:
             set_page_cache_size(self.db, cache)  # memory back once written
-            self._written = None
+            self._build = None
         self._walked = True
         return self._finish(report)
 
@@ -249,12 +237,12 @@ class RetrievalIndex:
             self._remove(source_name, relative, report)
             return
         sha = hashlib.sha256(data).hexdigest()
-        if sha == previous_sha and not is_shadowed(self.db, source_name, relative):  # touched, not changed (a
-            # file with a document behind another file's is read again: written later now, it may win)
+        if sha == previous_sha and not is_shadowed(self.db, source_name, relative):  # touched, not changed
+            # (a file with a document behind another file's is read again: written later now, it may win)
             self.db.execute("UPDATE items SET mtime_ns = ?, size = ? WHERE source = ? AND path = ?",
                             (stat.st_mtime_ns, stat.st_size, source_name, relative))
             return
-        held = [] if holds_nothing else delete_item_docs(self.db, source_name, relative)
+        held = [] if holds_nothing else self._delete_docs(source_name, relative)
         error: str | None = None
         try:
             documents = self.sources[source_name].documents(relative, data.decode("utf-8"))
@@ -262,7 +250,7 @@ class RetrievalIndex:
         except (ValueError, UnicodeDecodeError, EdgeRuleError) as exc:
             error = str(exc)
             report.errors[relative] = error
-            held += delete_item_docs(self.db, source_name, relative)
+            held += self._delete_docs(source_name, relative)
             log.warning("index: %s: %s", relative, error)
         self.db.execute("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?)",
                         (source_name, relative, stat.st_mtime_ns, stat.st_size, sha, error))
@@ -271,7 +259,7 @@ class RetrievalIndex:
 
     def _record_unread(self, source_name: str, relative: str, error: str, report: RefreshReport) -> None:
         """A file the index will not read (a symlink): no documents, and the reason kept for ``item_errors``."""
-        self._bring_back(delete_item_docs(self.db, source_name, relative), report)
+        self._bring_back(self._delete_docs(source_name, relative), report)
         try:
             stat = os.lstat(self.project / relative)
         except FileNotFoundError:
@@ -283,7 +271,7 @@ class RetrievalIndex:
         report.reindexed += 1
 
     def _remove(self, source_name: str, relative: str, report: RefreshReport) -> None:
-        held = delete_item_docs(self.db, source_name, relative)
+        held = self._delete_docs(source_name, relative)
         self.db.execute("DELETE FROM items WHERE source = ? AND path = ?", (source_name, relative))
         report.removed += 1
         self._bring_back(held, report)
@@ -295,35 +283,52 @@ class RetrievalIndex:
             if source_name in self.sources:
                 self._reindex(source_name, relative, None, report)
 
+    def _delete_docs(self, source_name: str, relative: str) -> list[str]:
+        held = delete_item_docs(self.db, source_name, relative)
+        if self._build is not None:
+            self._build.forget(held)
+        return held
+
     def _insert(self, source_name: str, relative: str, items: Sequence[Item], mtime_ns: int) -> None:
         """One file's documents: checked, then written a table at a time (one by one only when an id clashes)."""
         ids = [doc_id for item in items for doc_id in (item.ids if isinstance(item, DocumentBatch) else (item.id,))]
         own = set(ids)
-        written = self._written
-        clash = len(own) < len(ids) or bool(own & written if written is not None else existing_ids(self.db, ids))
-        if written is not None:
-            written |= own
+        build = self._build
+        clash = len(own) < len(ids) or bool(own & build.written if build is not None else existing_ids(self.db, ids))
+        if build is not None:
+            build.written |= own
         if clash:
+            db = self.db
+            if build is not None:  # ids looked up one by one from here on
+                create_id_index(db)
             for document in expand(items):  # the newest file wins, in file order the last (insert_doc)
-                rowid = insert_doc(self.db, source_name, relative, document, self._checked_edges(document), mtime_ns)
+                checked = self._rules.checked(document, self._kind_of)
+                rowid = insert_doc(db, source_name, relative, document, checked, mtime_ns)
                 if rowid is not None:
                     self._store_vectors([rowid], [document])
+            if build is not None:  # what the index now holds of these ids (a loser's id: the other file's)
+                build.forget(ids)
+                build.kinds.update(kinds_of(db, sorted(own)))
             return
         # none of them is indexed (checked above): only the other targets are looked up
-        kinds = kinds_of(self.db, sorted({edge.target for item in items if isinstance(item, Document)
-                                          for edge in item.edges if edge.target not in own}))
+        targets = sorted({edge.target for item in items if isinstance(item, Document) for edge in item.edges
+                          if edge.target not in own})
+        kinds = {target: build.kinds[target] for target in targets if target in build.kinds} \
+            if build is not None else kinds_of(self.db, targets)  # without the docs.id index in a build (ADR 0052)
         edges: list[Sequence[tuple[str, str, Any]]] = []
         for n, item in enumerate(items):  # a target is known once inserted, as one by one
             if isinstance(item, DocumentBatch):  # no edges of its own; those into it checked once
                 if item.from_previous:
-                    self._check_adopted(previous_document(items, n), item)
+                    self._rules.check_adopted(previous_document(items, n), item)
                 edges.append(())
                 kinds.update(dict.fromkeys(item.ids, item.kind))
                 continue
-            edges.append(self._checked_edges(item, kinds) if item.edges else ())
+            edges.append(self._rules.checked(item, kinds) if item.edges else ())
             kinds[item.id] = item.kind
-        rowids = insert_new_docs(self.db, source_name, relative, items, edges, self._implied)
+        rowids = insert_new_docs(self.db, source_name, relative, items, edges, self._rules.implied)
         self._store_vectors(rowids, items)
+        if build is not None:
+            build.kinds.update(kinds)  # the targets' (known already) and these documents'
 
     def _store_vectors(self, rowids: Sequence[int], items: Sequence[Item]) -> None:
         if self.embedder is None or not items:
@@ -339,58 +344,12 @@ class RetrievalIndex:
     def edge_problems(self, document: Document, kinds: Mapping[str, str] | None = None) -> list[str]:
         """Why each of ``document``'s edges breaks the declared edge rules (empty: all fine). ``kinds``: the
         kind of every existing target, when the caller looked them up at once (default: one query per edge)."""
-        problems = []
-        for edge in document.edges:
-            rules = [rule for rule in self.edge_rules if rule.relation == edge.relation]
-            if not rules:
-                declared = sorted({rule.relation for rule in self.edge_rules})
-                problems.append(f"edge relation {edge.relation!r} is not declared by any pack "
-                                f"(declared: {', '.join(declared) or 'none'})")
-                continue
-            if not any(document.kind in rule.from_kinds for rule in rules):
-                allowed = sorted({kind for rule in rules for kind in rule.from_kinds})
-                problems.append(f"a {document.kind} document cannot have a {edge.relation!r} edge "
-                                f"(allowed from: {', '.join(allowed)})")
-                continue
-            if kinds is not None:
-                target = (kinds[edge.target],) if edge.target in kinds else None
-            else:
-                with self._lock:  # one connection shared by every worker thread
-                    target = self.db.execute("SELECT kind FROM docs WHERE id = ?", (edge.target,)).fetchone()
-            if target is not None and not any(
-                    document.kind in rule.from_kinds and target[0] in rule.to_kinds for rule in rules):
-                allowed = sorted({kind for rule in rules if document.kind in rule.from_kinds for kind in rule.to_kinds})
-                problems.append(f"{edge.relation!r} from {document.id} to {edge.target} ({target[0]}) is not "
-                                f"allowed; targets may be: {', '.join(allowed)}")
-        return problems
+        return self._rules.problems(document, kinds if kinds is not None else self._kind_of)
 
-    def _checked_edges(self, document: Document, kinds: Mapping[str, str] | None = None
-                       ) -> list[tuple[str, str, Any]]:
-        if kinds is not None and self._edges_allowed(document, kinds):
-            return [(edge.relation, edge.target, edge.metadata if type(edge.metadata) is dict else dict(edge.metadata))
-                    for edge in document.edges]
-        problems = self.edge_problems(document, kinds)
-        if problems:
-            raise EdgeRuleError("; ".join(problems))
-        return [(edge.relation, edge.target, dict(edge.metadata)) for edge in document.edges]
-
-    def _check_adopted(self, parent: Document, batch: DocumentBatch) -> None:
-        """The rules allow ``parent``'s ``from_previous`` edges to ``batch`` (one check for all of them)."""
-        relation = batch.from_previous or ""
-        if batch.ids and batch.kind not in self._allowed.get((parent.kind, relation), frozenset()):
-            edge = replace(parent, edges=[Edge(relation, batch.ids[0])])
-            raise EdgeRuleError("; ".join(self.edge_problems(edge, {batch.ids[0]: batch.kind})))
-
-    def _edges_allowed(self, document: Document, kinds: Mapping[str, str]) -> bool:
-        """Whether every edge of ``document`` keeps the rules (the common case, decided without messages)."""
-        for edge in document.edges:
-            allowed = self._allowed.get((document.kind, edge.relation))
-            if allowed is None:
-                return False
-            target = kinds.get(edge.target)
-            if target is not None and target not in allowed:
-                return False
-        return True
+    def _kind_of(self, doc_id: str) -> str | None:
+        with self._lock:  # one connection shared by every worker thread
+            row = self.db.execute("SELECT kind FROM docs WHERE id = ?", (doc_id,)).fetchone()
+        return str(row[0]) if row else None
 
     def edges(self, doc_id: str, *, direction: str = "out", relation: str | None = None,
               refresh: bool = True) -> list[dict[str, Any]]:
@@ -598,3 +557,4 @@ class RetrievalIndex:
                 self._watcher.close()
                 self._watcher = None
             self.db.close()
+

@@ -27,10 +27,12 @@ MIN_SHARED = 16
 def shared_start(parent: str, child: str) -> str:
     """The start of ``parent`` that ``child`` begins with, cut after the last comma in it (so it ends between
     two members at the top level or inside one), or "" when that is short."""
-    n = 0
-    for a, b in zip(parent, child, strict=False):
-        if a != b:
-            break
-        n += 1
-    cut = parent.rfind(",", 0, n) + 1
+    low, high = 0, min(len(parent), len(child))  # the longest common start, by halves: a C compare per step
+    while low < high:
+        middle = (low + high + 1) // 2
+        if child.startswith(parent[:middle]):
+            low = middle
+        else:
+            high = middle - 1
+    cut = parent.rfind(",", 0, low) + 1
     return parent[:cut] if cut >= MIN_SHARED else ""

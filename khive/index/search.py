@@ -19,7 +19,7 @@ import orjson
 from khive.index import leanrows
 from khive.index.documents import DEFAULT_WEIGHTS, FIELDS
 from khive.index.embed import Embedder
-from khive.index.store import scope_token
+from khive.index.newrows import scope_token
 from khive.index.vectorscan import VectorRows
 from khive.limits import distinct_words
 

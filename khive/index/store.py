@@ -8,27 +8,35 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
-from itertools import repeat
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from khive.index import edgestore, leanrows
-from khive.index.documents import FIELDS, Document, DocumentBatch, Item
+from khive.index.documents import FIELDS, Document, Item
+from khive.index.newrows import INSERT_DOC, INSERT_EDGE, INSERT_FTS, doc_row, file_rows, fts_row
 from khive.sqlite_util import immediate, open_wal, statements
 
-SCHEMA_VERSION = "4"  # 3: implied edges as docs.up/via, lean child rows (ADR 0050); 4: shadowed (ADR 0051)
+SCHEMA_VERSION = "5"  # 3: implied edges as docs.up/via, lean child rows (ADR 0050); 4: shadowed (ADR 0051);
+# 5: docs.id unique through an index of its own, made once after a build from nothing (ADR 0052)
 
-# Lookups only, no constraint: a build from an empty index drops them and creates them again at its end, one
-# sort each instead of a b-tree insert per row (ADR 0048).
-SECONDARY_INDEXES = {"docs_item": "docs (source, path) WHERE up IS NULL", "docs_kind": "docs (kind)",
+# A build from an empty index drops these and creates them again at its end, one sort each instead of a b-tree
+# insert per row (ADR 0048). All are lookups but ``docs_id``, which keeps ids unique: the build's own clash check
+# keeps them so meanwhile (ADR 0050's ids written, in memory), and the index made at the end checks it again.
+SECONDARY_INDEXES = {"docs_id": "docs (id)",
+                     "docs_item": "docs (source, path) WHERE up IS NULL", "docs_kind": "docs (kind)",
                      "docs_up": "docs (up) WHERE up IS NOT NULL", "edges_target": "edges (target_id, relation)",
                      "shadowed_item": "shadowed (source, path)"}
 
-_CREATE_SECONDARY = "\n".join(f"CREATE INDEX IF NOT EXISTS {name} ON {on};" for name, on in SECONDARY_INDEXES.items())
+_UNIQUE = frozenset({"docs_id"})
+
+
+def _create_index(name: str) -> str:
+    return f"CREATE {'UNIQUE ' if name in _UNIQUE else ''}INDEX IF NOT EXISTS {name} ON {SECONDARY_INDEXES[name]}"
+
+
+_CREATE_SECONDARY = "\n".join(f"{_create_index(name)};" for name in SECONDARY_INDEXES)
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -38,7 +46,7 @@ CREATE TABLE IF NOT EXISTS items (
     sha256 TEXT NOT NULL, error TEXT, PRIMARY KEY (source, path)
 );
 CREATE TABLE IF NOT EXISTS docs (
-    rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, connection TEXT,
+    rowid INTEGER PRIMARY KEY, id TEXT NOT NULL, kind TEXT NOT NULL, connection TEXT,
     title TEXT NOT NULL, source TEXT NOT NULL, path TEXT NOT NULL, metadata TEXT NOT NULL,
     up INTEGER, via TEXT,  -- an implied edge (ADR 0050): the rowid of its source and its relation
     lead INTEGER  -- a child row's metadata text starts with this many characters of its parent's (leanrows)
@@ -58,17 +66,6 @@ CREATE TABLE IF NOT EXISTS vectors (
 );
 {_CREATE_SECONDARY}
 """
-
-@lru_cache(maxsize=4096)
-def scope_token(prefix: str, value: str) -> str:
-    """One token per kind or connection (``kxslsource``, ``cxwarehouse``): lets a MATCH intersect with it."""
-    return prefix + "".join(ch for ch in value.lower() if ch.isalnum())
-
-
-@lru_cache(maxsize=4096)
-def scope_tokens(kind: str, connection: str | None) -> str:
-    return " ".join([scope_token("kx", kind), *([scope_token("cx", connection)] if connection else [])])
-
 
 def connect(path: Path) -> sqlite3.Connection:
     db = open_wal(path)
@@ -121,8 +118,13 @@ def drop_secondary_indexes(db: sqlite3.Connection) -> None:
 
 
 def create_secondary_indexes(db: sqlite3.Connection) -> None:
-    for name, on in SECONDARY_INDEXES.items():  # one by one: executescript would commit the build's transaction
-        db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {on}")
+    for name in SECONDARY_INDEXES:  # one by one: executescript would commit the build's transaction
+        db.execute(_create_index(name))
+
+
+def create_id_index(db: sqlite3.Connection) -> None:
+    """The ``docs.id`` index now, when a build from nothing needs to look ids up (a clash) before its end."""
+    db.execute(_create_index("docs_id"))
 
 
 def delete_item_docs(db: sqlite3.Connection, source: str, path: str) -> list[str]:
@@ -155,10 +157,10 @@ def insert_doc(db: sqlite3.Connection, source: str, path: str, doc: Document,
         db.execute("DELETE FROM vectors WHERE doc_rowid = ?", (old[0],))
         db.execute("DELETE FROM edges WHERE source_id = ?", (doc.id,))
         db.execute("DELETE FROM docs WHERE rowid = ?", (old[0],))
-    cursor = db.execute(_INSERT_DOC, _doc_row(None, source, path, doc))
+    cursor = db.execute(INSERT_DOC, doc_row(None, source, path, doc))
     rowid = int(cursor.lastrowid or 0)
-    db.execute(_INSERT_FTS, _fts_row(rowid, doc))
-    db.executemany(_INSERT_EDGE, edgestore.edge_rows(doc.id, edges))
+    db.execute(INSERT_FTS, fts_row(rowid, doc))
+    db.executemany(INSERT_EDGE, edgestore.edge_rows(doc.id, edges))
     return rowid
 
 
@@ -188,45 +190,16 @@ def shadowed_files(db: sqlite3.Connection, ids: Sequence[str]) -> list[tuple[str
 def insert_new_docs(db: sqlite3.Connection, source: str, path: str, items: Sequence[Item],
                     edges: Sequence[Sequence[tuple[str, str, Any]]],
                     implied: frozenset[tuple[str, str]] = frozenset()) -> list[int]:
-    """Insert documents whose ids are in neither the index nor twice in ``items``, one statement per table;
-    the rowids of every document, in order.
+    """Insert documents whose ids are in neither the index nor twice in ``items`` (``newrows.file_rows``), one
+    statement per table; the rowids of every document, in order."""
+    rows = file_rows(source, path, next_rowid(db), items, edges, implied)
+    rows.write(db)
+    return list(rows.rowids)
 
-    The rowids are the ones ``insert_doc`` one by one would get (SQLite gives a new row max(rowid) + 1).
-    An edge whose (source kind, relation) is in ``implied`` is kept as its target's ``up``/``via`` when
-    ``edgestore.Implied`` can (ADR 0050). A batch's rows are made column by column, as its documents' would be.
-    """
-    rowid = int(db.execute("SELECT coalesce(max(rowid), 0) FROM docs").fetchone()[0]) + 1
-    first = rowid
-    doc_values: list[tuple[Any, ...]] = []
-    fts_values: list[tuple[Any, ...]] = []
-    links = edgestore.Implied(implied)
-    parent: tuple[int, Document, str, bool] | None = None  # the last document: (rowid, it, metadata, a child)
-    for item, item_edges in zip(items, edges, strict=True):  # one pass builds the three tables' rows
-        if isinstance(item, DocumentBatch):
-            if item.from_previous:  # checked by the caller: the item before is a document
-                assert parent is not None and parent[0] == rowid - 1
-                links.adopt(parent[0], parent[1], item.from_previous, item.ids, parent[2], parent[3])
-            rowids = range(rowid, rowid + len(item))
-            metadata = [orjson.dumps(meta if type(meta) is dict else dict(meta)).decode() for meta in item.metadata]
-            doc_values.extend(_batch_rows(links, rowids, source, path, item, metadata))
-            fts_values.extend(zip(rowids, *map(item.field_texts, FIELDS),
-                                  repeat(scope_tokens(item.kind, item.connection))))
-            rowid += len(item)
-            continue
-        up, via = links.claim(item.id)
-        row = _doc_row(rowid, source, path, item)
-        parent = (rowid, item, row[7], up is not None)
-        if up is not None:
-            row = _child_row(links, row, up, via)
-        doc_values.append(row)
-        fts_values.append(_fts_row(rowid, item))
-        if item_edges:
-            links.add(rowid, item, item_edges, parent[2], parent[3])
-        rowid += 1
-    db.executemany(_INSERT_DOC, doc_values)
-    db.executemany(_INSERT_FTS, fts_values)
-    db.executemany(_INSERT_EDGE, links.rows())
-    return list(range(first, rowid))
+
+def next_rowid(db: sqlite3.Connection) -> int:
+    """The rowid SQLite gives the next ``docs`` row (max(rowid) + 1)."""
+    return int(db.execute("SELECT coalesce(max(rowid), 0) FROM docs").fetchone()[0]) + 1
 
 
 def existing_ids(db: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
@@ -250,54 +223,6 @@ def kinds_of(db: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str]:
 
 
 _CHUNK = 500
-_INSERT_DOC = ("INSERT INTO docs (rowid, id, kind, connection, title, source, path, metadata, up, via, lead) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-_INSERT_FTS = (f"INSERT INTO docs_fts (rowid, {', '.join(FIELDS)}, scope) "
-               f"VALUES (?, {', '.join('?' * len(FIELDS))}, ?)")
-_INSERT_EDGE = "INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?)"
-_FIELD_TEXTS = itemgetter(*FIELDS)
-
-
-def _doc_row(rowid: int | None, source: str, path: str, doc: Document) -> tuple[Any, ...]:
-    metadata = doc.metadata if type(doc.metadata) is dict else dict(doc.metadata)
-    return (rowid, doc.id, doc.kind, doc.connection, doc.title, source, path, orjson.dumps(metadata).decode(), None,
-            None, None)
-
-
-def _child_row(links: edgestore.Implied, row: tuple[Any, ...], up: int, via: str | None) -> tuple[Any, ...]:
-    """A claimed document's row: its file in its parent's row, its metadata text lean (leanrows)."""
-    metadata, lead = links.lean(up, row[7])
-    return (*row[:5], "", "", metadata, up, via, lead)
-
-
-def _batch_rows(links: edgestore.Implied, rowids: range, source: str, path: str, batch: DocumentBatch,
-                metadata: list[str]) -> Iterable[tuple[Any, ...]]:
-    kind, connection, ids, titles = batch.kind, batch.connection, batch.ids, batch.titles
-    claims = links.claims(ids)
-    first = claims[0] if claims else None
-    if first is not None and claims.count(first) == len(claims):  # every one a child of the same row: at once
-        lean = links.lean_all(first[0], metadata)
-        if lean is not None:
-            return zip(rowids, ids, repeat(kind), repeat(connection), titles, repeat(""), repeat(""), lean[0],
-                       repeat(first[0]), repeat(first[2]), lean[1])
-    rows: list[tuple[Any, ...]] = []
-    for rowid, doc_id, title, text, claim in zip(rowids, ids, titles, metadata, claims, strict=True):
-        if claim is None:
-            rows.append((rowid, doc_id, kind, connection, title, source, path, text, None, None, None))
-        else:
-            stored, lead = links.lean(claim[0], text)
-            rows.append((rowid, doc_id, kind, connection, title, "", "", stored, claim[0], claim[2], lead))
-    return rows
-
-
-def _fts_row(rowid: int, doc: Document) -> tuple[Any, ...]:
-    try:
-        texts = _FIELD_TEXTS(doc.fields)  # every field given, as the scan's documents do: one C call
-    except KeyError:
-        texts = tuple(doc.fields.get(name, "") for name in FIELDS)
-    return (rowid, *texts, scope_tokens(doc.kind, doc.connection))
-
-
 
 
 def doc_rows(db: sqlite3.Connection, where: str = "", params: Sequence[Any] = ()) -> list[dict[str, Any]]:

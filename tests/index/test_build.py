@@ -180,6 +180,9 @@ def note_files(project: Path) -> None:
                                                                  for n in range(50)))
 
 
+LOOKUPS = {"docs_id", "docs_item", "docs_kind", "docs_up", "edges_target", "shadowed_item"}
+
+
 def lookup_indexes(index: RetrievalIndex) -> set[str]:
     return {str(row[0]) for row in index.db.execute("SELECT name FROM sqlite_master WHERE type = 'index' "
                                                     "AND name NOT LIKE 'sqlite_autoindex%'")}
@@ -195,10 +198,10 @@ def test_a_build_killed_midway_leaves_no_half_index(tmp_path: Path) -> None:
                            embedder=HashingEmbedder(DIMS), watch=False)
     try:
         assert index.count() == 0 and not index.item_hashes()
-        assert lookup_indexes(index) == {"docs_item", "docs_kind", "docs_up", "edges_target", "shadowed_item"}
+        assert lookup_indexes(index) == LOOKUPS
         report = index.refresh()
         assert report.full and report.reindexed == 4 and index.count() == 200
-        assert lookup_indexes(index) == {"docs_item", "docs_kind", "docs_up", "edges_target", "shadowed_item"}
+        assert lookup_indexes(index) == LOOKUPS
         assert [row["id"] for row in index.rows_at("notes/c.txt")][:2] == ["doc:c0", "doc:c1"]
     finally:
         index.close()
