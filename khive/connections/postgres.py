@@ -139,6 +139,31 @@ def _ms(seconds: float) -> int:
     return max(1, round(seconds * 1000))
 
 
+class _AttributeNames:
+    """Column names by (relation oid, attribute number) for the key constraints: looked up in the column rows
+    read (each relation's in attribute order, so a relation without dropped columns finds its attribute at its
+    number) instead of a dict of every column; ``outside`` holds those of relations not read."""
+
+    def __init__(self, columns: dict[int, list[tuple[Any, ...]]]) -> None:
+        self._columns = columns
+        self.outside: dict[tuple[int, int], str] = {}
+
+    def get(self, oid: int, attnum: int) -> str | None:
+        rows = self._columns.get(oid, [])
+        if 0 < attnum <= len(rows) and rows[attnum - 1][1] == attnum:
+            return str(rows[attnum - 1][2])
+        for row in rows:  # a dropped column left a gap in the numbers
+            if row[1] == attnum:
+                return str(row[2])
+        return self.outside.get((oid, attnum))
+
+    def __getitem__(self, at: tuple[int, int]) -> str:
+        name = self.get(*at)
+        if name is None:
+            raise KeyError(at)
+        return name
+
+
 class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
     name = "postgres"
     dialect = "postgres"
@@ -258,25 +283,24 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
         relations, column_rows, constraints = self._fetch_many(
             [(_RELATIONS_SQL, where), (_COLUMNS_SQL, where), (_CONSTRAINTS_SQL, where)])
         columns: dict[int, list[tuple[Any, ...]]] = {}
-        names: dict[tuple[int, int], str] = {}
         for row in column_rows:
-            columns.setdefault(row[0], []).append(row[2:])
-            names[(row[0], row[1])] = row[2]
+            columns.setdefault(row[0], []).append(row)
+        names = _AttributeNames(columns)
         outside = sorted({ref_oid for _, kind, _, _, ref_oid, _, _, ref_columns in constraints
-                          if kind == "f" and (ref_oid, ref_columns[0]) not in names})
+                          if kind == "f" and names.get(ref_oid, ref_columns[0]) is None})
         if outside:
             (attnames,) = self._fetch_many([(_ATTNAMES_SQL, {"oids": outside})])
-            names.update(((oid, attnum), name) for oid, attnum, name in attnames)
+            names.outside.update(((oid, attnum), name) for oid, attnum, name in attnames)
         primary: dict[int, tuple[str, ...]] = {}
         foreign: dict[int, list[ForeignKey]] = {}
         for oid, kind, name, own_numbers, ref_oid, ref_schema, ref_table, ref_numbers in constraints:
-            own = tuple(names[(oid, attnum)] for attnum in own_numbers)
+            own = tuple(names[oid, attnum] for attnum in own_numbers)
             if kind == "p":
                 primary[oid] = own
             else:
                 foreign.setdefault(oid, []).append(ForeignKey(
                     name=name, columns=own, refCatalog=database, refDb=ref_schema, refTable=ref_table,
-                    refColumns=tuple(names[(ref_oid, attnum)] for attnum in ref_numbers)))
+                    refColumns=tuple(names[ref_oid, attnum] for attnum in ref_numbers)))
 
         tables = []
         excluded = []
@@ -291,10 +315,11 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
             fk_columns = {column for fk in foreign.get(oid, []) for column in fk.columns}
             built = []
             for ordinal, row in enumerate(columns.get(oid, []), start=1):
-                key = (ordinal, row, row[0] in pk, row[0] in fk_columns)
+                shape = row[2:]  # the column as the catalog describes it, without its relation and number
+                key = (ordinal, shape, shape[0] in pk, shape[0] in fk_columns)
                 same = made.get(key)
                 if same is None:
-                    column, native, typtype, base, nullable, default, note = row
+                    column, native, typtype, base, nullable, default, note = shape
                     same = made[key] = build_column(
                         column, ordinal, native, self.dialect, nullable=nullable, default=default,
                         primary_key=key[2], is_fk=key[3], comment=note,

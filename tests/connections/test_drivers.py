@@ -705,6 +705,24 @@ def test_postgres_equal_columns_differ_by_their_keys(pg_database: str) -> None:
 
 
 @pytest.mark.postgres
+def test_postgres_keys_after_a_dropped_column_are_named(pg_database: str) -> None:
+    """A dropped column leaves a gap in the attribute numbers: key columns after it keep their own names, in
+    the table itself and in a foreign key pointing at it."""
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        conn.execute("CREATE TABLE parents (legacy int, note text, code text NOT NULL PRIMARY KEY); "
+                     "ALTER TABLE parents DROP COLUMN legacy; "
+                     "CREATE TABLE children (old text, id int PRIMARY KEY, parent_code text REFERENCES parents); "
+                     "ALTER TABLE children DROP COLUMN old;")
+    with PostgresDriver("gaps", config("postgres"), {"url": pg_database}) as driver:
+        tables = {t.name: t for t in driver.read_catalog().tables}
+    assert [(c.name, c.ordinal, c.primary_key) for c in tables["parents"].columns] == [
+        ("note", 1, False), ("code", 2, True)]
+    assert [(c.name, c.primary_key) for c in tables["children"].columns] == [("id", True), ("parent_code", False)]
+    (fk,) = tables["children"].foreign_keys
+    assert (fk.columns, fk.ref_table, fk.ref_columns) == (("parent_code",), "parents", ("code",))
+
+
+@pytest.mark.postgres
 @pytest.mark.parametrize(("schemas", "names"), [
     ({"include": ["crm"]}, ["crm.customers"]),
     ({"exclude": ["crm", "public"]}, ["sales.big_orders", "sales.customers_by_status", "sales.events",
