@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -72,8 +74,25 @@ def invalid_source(problems: list[Problem]) -> OpError:
                    details={"problems": [p.to_dict() for p in problems]})
 
 
+# Texts whose model the caller already holds: sl.bootstrap hands the index the sources it just wrote.
+_READ: ContextVar[Mapping[str, Source] | None] = ContextVar("sl_sources_read", default=None)
+
+
+@contextmanager
+def sources_read(models: Mapping[str, Source]) -> Iterator[None]:
+    """Within: ``parse_source`` of a text in ``models`` (text -> its model) answers that model, unparsed."""
+    token = _READ.set(models)
+    try:
+        yield
+    finally:
+        _READ.reset(token)
+
+
 def parse_source(text: str, path: str) -> Source:
     """The source in ``text``, or ValueError naming the first problem (for the index)."""
+    known = _READ.get()
+    if known is not None and (model := known.get(text)) is not None:
+        return model
     source, problems, _ = check_model(text, path)
     if source is None:
         raise ValueError(str(problems[0]))
@@ -109,6 +128,15 @@ def check_model(text: str, path: str) -> tuple[Source | None, list[Problem], Any
         return Source.model_validate(plain(data)), [], data
     except ValidationError as exc:
         return None, [_model_problem(path, data, error) for error in exc.errors(include_url=False)], data
+
+
+def check_written(text: str, path: str, data: Mapping[str, Any]) -> tuple[Source | None, list[Problem], Any]:
+    """``check_model`` of a text just written from the plain ``data`` (which it reads back as): the model is
+    validated from the data, unparsed; only a source with a problem is read, for the problem's line."""
+    try:
+        return Source.model_validate(data), [], data
+    except ValidationError:
+        return check_model(text, path)
 
 
 def check_text(text: str, path: str, *, dialect: str | None, known: Mapping[str, Known],
