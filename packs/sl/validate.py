@@ -18,7 +18,6 @@ from typing import Any, Literal
 
 import sqlglot
 from pydantic import BaseModel, ValidationError
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import MarkedYAMLError
 from ruamel.yaml.reader import ReaderError
@@ -26,6 +25,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError
 
 from khive.errors import OpError
+from khive.project.plainyaml import load_plain
 from khive.project.yamldoc import line_of, plain
 from packs.sl.models import Column, Descriptions, Join, JoinKey, Measure, Segment, Source, Usage
 from packs.sl.store import load_yaml, split_path
@@ -178,7 +178,7 @@ def _references(path: str, data: Any, source: Source, dialect: str | None, known
 
 def _safe_load(text: str) -> Any:
     try:
-        return YAML(typ="safe").load(text)
+        return load_plain(text)
     except Exception:  # whatever it is, the round-trip reading says it with a line
         return None
 
