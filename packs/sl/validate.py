@@ -183,15 +183,38 @@ def _safe_load(text: str) -> Any:
         return None
 
 
+class _Visible(Mapping[str, Known]):
+    """The sources one source may refer to: its connection's, itself as it reads now. A view, not a copy: a
+    bootstrap checks each of 10,000 sources against all the others."""
+
+    def __init__(self, known: Mapping[str, Known], connection: str, own: Known):
+        self._known, self._connection, self._own = known, connection, own
+
+    def __getitem__(self, name: str) -> Known:
+        if name == self._own.name:
+            return self._own
+        found = self._known[name]
+        if found.connection != self._connection:
+            raise KeyError(name)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        yield self._own.name
+        yield from (name for name, k in self._known.items() if k.connection == self._connection
+                    and name != self._own.name)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 class _References:
     def __init__(self, path: str, data: CommentedMap, source: Source, connection: str, dialect: str | None,
                  known: Mapping[str, Known]):
         self.path, self.data, self.source, self.dialect = path, data, source, dialect
         self.connection = connection
-        self.known = {name: k for name, k in known.items() if k.connection == connection}
-        self.known[source.name] = Known.of(connection, source)
-        self.elsewhere = {name: k.connection for name, k in known.items()
-                          if k.connection != connection and name == source.name}
+        self.known = _Visible(known, connection, Known.of(connection, source))
+        other = known.get(source.name)
+        self.elsewhere = {source.name: other.connection} if other and other.connection != connection else {}
         self.problems: list[Problem] = []
 
     def add(self, loc: tuple[Any, ...], message: str, fix: str = "") -> None:
