@@ -372,6 +372,10 @@ def _bootstrap(ctx: Context, connection: str) -> dict[str, Any]:
     return {**report, "renamed": renamed}
 
 
+def _changed_meanwhile(path: str) -> WriteConflict:
+    return WriteConflict(f"{path} changed while sl.bootstrap ran; run it again", details={"path": path})
+
+
 def _other_tables(index: RetrievalIndex, connection: str) -> dict[str, list[str]]:
     """Folded source-safe table name -> the other scanned connections that have a table of that name."""
     found: dict[str, set[str]] = {}
@@ -406,7 +410,7 @@ def _write_plan(ctx: Context, connection: str, dialect: str, planned: dict[str, 
             context[name] = Known.of(connection, source)
     report: dict[str, Any] = {"connectionId": connection, "tables": len(tables), "created": [], "updated": [],
                               "unchanged": [], "skipped": skipped, "errors": [], "notes": notes}
-    files = ctx.runtime.files
+    writes: list[tuple[str, str | None, str]] = []  # (path, text expected on disk, new text), in name order
     written: dict[str, Source] = {}  # text -> model, for the index's refresh below
     for name, (path, old, text, _) in sorted(planned.items()):
         if old is not None and text == old:
@@ -416,18 +420,13 @@ def _write_plan(ctx: Context, connection: str, dialect: str, planned: dict[str, 
         if problems:
             report["errors"].append({"path": path, "problems": [p.to_dict() for p in problems]})
             continue
-
-        def update(current: str | None, old: str | None = old, text: str = text, path: str = path) -> str:
-            if current != old:
-                raise WriteConflict(f"{path} changed while sl.bootstrap ran; run it again",
-                                    details={"path": path})
-            return text
-
-        files.update(path, update, author=ctx.principal, message=f"sl: bootstrap {path}")
+        writes.append((path, old, text))
         report["created" if old is None else "updated"].append(path)
         source = parsed[name][0]
         if source is not None:
             written[text] = source
+    ctx.runtime.files.replace_many(writes, author=ctx.principal, message=lambda path: f"sl: bootstrap {path}",
+                                   stale=_changed_meanwhile)
     with sources_read(written):
         ctx.runtime.index.refresh()
     return report
