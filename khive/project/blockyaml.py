@@ -108,9 +108,7 @@ class _Writer:
                 self.newline(indent)
             else:
                 self.pad(indent)
-            self.write(key)
-            self.write(":")
-            self.whitespace = False
+            self.write(key + ":")
             self.value(value, indent)
 
     def value(self, value: Any, indent: int) -> None:
@@ -128,7 +126,6 @@ class _Writer:
         for item in items:
             self.newline(dash)
             self.write("-")
-            self.whitespace = False
             if isinstance(item, Mapping):
                 self.mapping(item, dash + 2, inline=True)
             elif isinstance(item, list):
@@ -140,12 +137,16 @@ class _Writer:
         if not isinstance(value, str):
             raise _Unsupported
         style = self.styles.of(value)
-        if style == "":
-            self.plain(value, indent)
-        elif style == "'":
-            self.single_quoted(value, indent)
-        else:
+        if style is None:
             raise _Unsupported
+        text = value if style == "" else "'" + value.replace("'", "''") + "'"
+        lead = "" if self.whitespace else " "
+        if self.column + len(lead) + len(text) <= WIDTH:  # on this line whole: nothing to fold
+            self.write(lead + text)
+        elif style == "":
+            self.plain(value, indent)
+        else:
+            self.single_quoted(value, indent)
 
     # -- ruamel's emitter, for the cases above --
 
