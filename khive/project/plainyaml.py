@@ -12,6 +12,7 @@ loader as before, so the data is the same whichever path ran (a test compares bo
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -22,6 +23,7 @@ _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
 _MEMO_LIMIT = 200_000
 _MEMO: dict[tuple[Any, str, Any], Any] = {}  # (node kind, text, implicit) -> tag, shared by every load
+_LOADERS = threading.local()
 
 
 class _Different(Exception):
@@ -47,8 +49,10 @@ def load_plain(text: str) -> Any:
     """Plain dicts, lists and scalars of ``text`` (libyaml's parser; raises what ruamel's safe loader raises)."""
     if "%YAML" in text:
         return YAML(typ="safe").load(text)
-    yaml = YAML(typ="safe")
-    yaml.Resolver = _MemoResolver
+    yaml = getattr(_LOADERS, "yaml", None)
+    if yaml is None:  # one per thread: making one looks for plug-ins on disk, and a load is not thread-safe
+        yaml = _LOADERS.yaml = YAML(typ="safe")
+        yaml.Resolver = _MemoResolver
     node = yaml.compose(text)
     if node is None:
         return None

@@ -86,8 +86,8 @@ class _Existing:
             text = files.read_text(path) or ""
             self.texts[name], self.paths[name] = text, path
             source, problems, data = check_model(text, path)
-            if source is not None:
-                self.data[name] = plain(data)
+            if source is not None:  # read fast, the data is plain already; read round-trip, a copy is
+                self.data[name] = plain(data) if isinstance(data, CommentedMap) else data
                 self.sources[name] = source
             table = source.table if source else (data.get("table") if isinstance(data, Mapping) else None)
             if source is None:
