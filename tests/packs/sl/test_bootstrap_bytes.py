@@ -72,3 +72,16 @@ def test_fast_and_ruamel_writers_leave_the_same_files(tmp_path: Path, monkeypatc
     assert written == {p.name: p.read_bytes() for p in (tmp_path / "ruamel" / "semantic-layer" / "wh").glob("*.yaml")}
     (listed,) = run_ops(root, {}, 'sl.list(connection="wh")')
     assert listed["count"] == len(COMMENTS) + 1 and listed["errors"] == {}
+
+
+def test_the_index_holds_what_a_rebuild_reads(tmp_path: Path) -> None:
+    """The bootstrap hands the index the models of the files it wrote; a rebuild reads the files themselves."""
+    root = tmp_path / "proj"
+    configure(root, "  wh:\n    driver: duckdb\n    path: wh.duckdb\n")
+    _warehouse(root / "wh.duckdb")
+    queries = ['sl.search(query="shipment amount", limit=20)', 'sl.search(query="yes null notes", limit=20)']
+    _, *handed = run_ops(root, {}, 'scan.run(connection="wh")', 'sl.bootstrap(connection="wh")', *queries)
+    for name in ("index.sqlite", "index.sqlite-wal", "index.sqlite-shm"):
+        (root / ".khive" / name).unlink(missing_ok=True)
+    rebuilt = run_ops(root, {}, *queries)
+    assert handed[1:] == rebuilt and all(result["hits"] for result in rebuilt)
