@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 import sqlglot
@@ -323,8 +324,10 @@ def _reaches(graph: Mapping[str, set[str]], start: str, goal: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=8192)
 def sql_problem(text: str, dialect: str | None, kind: str) -> str | None:
-    """Why ``text`` is not one SQL predicate / expression / query in ``dialect``; None if it is."""
+    """Why ``text`` is not one SQL predicate / expression / query in ``dialect``; None if it is. Memoised: the
+    same expressions (``amount``, ``unit_price * quantity``) recur across thousands of generated sources."""
     wrapper = _WRAPPERS[kind]
     try:
         statements = [s for s in sqlglot.parse(wrapper + text, read=dialect) if s is not None]
