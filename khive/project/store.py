@@ -20,12 +20,12 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from stat import S_ISLNK, S_ISREG
 
-from khive.atomicfile import fsync_dir, replace_bytes
+from khive.atomicfile import fsync_all, fsync_dir, replace_bytes, write_temp
 from khive.errors import KhiveError
 from khive.project.locate import STATE_DIR
 from khive.project.locks import exclusive
@@ -218,6 +218,45 @@ class FileStore:
                 verb = "delete" if new is None else "write"
                 commit, error = self._commit(real, identity, message or f"khive: {verb} {clean}")
         return WriteResult(clean, _sha256(new), len(new or b""), changed=True, commit=commit, commit_error=error)
+
+    def replace_many(self, writes: Sequence[tuple[str, str | None, str]], *, author: str | None = None,
+                     message: Callable[[str], str], stale: Callable[[str], Exception]) -> list[WriteResult]:
+        """Write each ``(path, expected text, new text)`` in order, as ``update`` would with a function that
+        checks the expected text (None: no file), but with the durability paid once for all: every new file's
+        data reaches the disk (the fsyncs issued together) before the first rename, and each folder is synced
+        once at the end. A crash leaves each file whole, old or new. At the first file that no longer holds
+        its expected text, ``stale(path)`` is raised; the files before it are written, none after it."""
+        identity = parse_author(author)
+        prepared: list[tuple[str, Path, bytes | None, bytes, Path]] = []  # (path, target, expected, new, temp)
+        try:
+            for path, expected, text in writes:
+                clean = clean_path(path)
+                target = self.real(clean)
+                new = text.encode("utf-8")
+                prepared.append((clean, target, None if expected is None else expected.encode("utf-8"), new,
+                                 write_temp(target, new)))
+            fsync_all(temp for *_, temp in prepared)
+            return [self._swap(*item, identity, message, stale) for item in prepared]
+        finally:
+            for *_, temp in prepared:
+                temp.unlink(missing_ok=True)  # the temp files not renamed (after a stale file, or an error)
+            for folder in {target.parent for _, target, *_ in prepared}:
+                fsync_dir(folder)
+
+    def _swap(self, clean: str, target: Path, expected: bytes | None, new: bytes, temp: Path,
+              identity: tuple[str, str], message: Callable[[str], str], stale: Callable[[str], Exception]
+              ) -> WriteResult:
+        """One prepared file renamed into place under its lock (and committed, when the store commits)."""
+        real = target.relative_to(self.root).as_posix()
+        with exclusive(self._lock_file(real)):
+            current = self._read_real(clean, target)
+            if current == new:
+                return WriteResult(clean, _sha256(new), len(new), changed=False)
+            if current != expected:
+                raise stale(clean)
+            os.replace(temp, target)
+            commit, error = self._commit(real, identity, message(clean)) if self.git_commit else (None, None)
+        return WriteResult(clean, _sha256(new), len(new), changed=True, commit=commit, commit_error=error)
 
     @staticmethod
     def _read_real(path: str, target: Path) -> bytes | None:

@@ -30,6 +30,7 @@ from ruamel.yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent
 
 from khive import limits
 from khive.errors import LimitExceeded
+from khive.project.plainyaml import load_plain
 
 
 class YamlLimitError(MarkedYAMLError, LimitExceeded):
@@ -149,7 +150,7 @@ def quick_load(text: str) -> Any:
     if len(text) > limits.current().yaml_chars:
         return None
     try:
-        return YAML(typ="safe").load(text)
+        return load_plain(text)
     except Exception:  # any failure: the caller reads it the bounded way and reports that
         return None
 

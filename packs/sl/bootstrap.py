@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
@@ -35,8 +35,8 @@ from khive.project.yamldoc import plain, quick_load, safe_yaml
 from packs.sl.guesses import free_name, guess, misread
 from packs.sl.index import known_sources
 from packs.sl.models import NAME_RE, Source
-from packs.sl.store import dump_yaml, list_sources, load_yaml, source_path, to_commented
-from packs.sl.validate import Known, check_model, check_text, errors
+from packs.sl.store import dump_new, dump_yaml, list_sources, load_yaml, source_path, to_commented
+from packs.sl.validate import Known, check_model, check_text, check_written, errors, sources_read
 
 if TYPE_CHECKING:
     from khive.index.engine import RetrievalIndex
@@ -86,8 +86,8 @@ class _Existing:
             text = files.read_text(path) or ""
             self.texts[name], self.paths[name] = text, path
             source, problems, data = check_model(text, path)
-            if source is not None:
-                self.data[name] = plain(data)
+            if source is not None:  # read fast, the data is plain already; read round-trip, a copy is
+                self.data[name] = plain(data) if isinstance(data, CommentedMap) else data
                 self.sources[name] = source
             table = source.table if source else (data.get("table") if isinstance(data, Mapping) else None)
             if source is None:
@@ -343,13 +343,14 @@ def _bootstrap(ctx: Context, connection: str) -> dict[str, Any]:
         skipped.append({"source": name, "reason": "the file is not a valid source; fix it, then bootstrap again",
                         "problems": problems})
     fresh = generate(tables, names, dialect, notes)
-    planned: dict[str, tuple[str, str | None, str]] = {}  # name -> (path, old text, new text)
+    planned: dict[str, _Planned] = {}
     for name, data in fresh.items():
         old = existing.texts.get(name)
         if name in existing.broken:
             continue
         if old is None:
-            planned[name] = (source_path(connection, name), None, HEADER + dump_yaml(to_commented(data)))
+            text, exact = dump_new(data)
+            planned[name] = _Planned(source_path(connection, name), None, HEADER + text, data if exact else None)
             continue
         current = existing.data.get(name, {})
         notes += [f"{name}: measure {m['name']} sums {m['expr']}, which reads as a price or rate; sl.bootstrap never "
@@ -358,7 +359,7 @@ def _bootstrap(ctx: Context, connection: str) -> dict[str, Any]:
         trial = to_commented(current)  # the merge on plain data first: a round-trip parse only for a file it changes
         merge(trial, data)
         if plain(trial) == current:
-            planned[name] = (existing.paths[name], old, old)
+            planned[name] = _Planned(existing.paths[name], old, old)
             continue
         try:
             document = load_yaml(old)
@@ -366,9 +367,13 @@ def _bootstrap(ctx: Context, connection: str) -> dict[str, Any]:
             continue
         before = plain(document)
         merge(document, data)
-        planned[name] = (existing.paths[name], old, old if plain(document) == before else dump_yaml(document))
+        planned[name] = _Planned(existing.paths[name], old, old if plain(document) == before else dump_yaml(document))
     report = _write_plan(ctx, connection, dialect, planned, known, tables, skipped, notes, existing.sources)
     return {**report, "renamed": renamed}
+
+
+def _changed_meanwhile(path: str) -> WriteConflict:
+    return WriteConflict(f"{path} changed while sl.bootstrap ran; run it again", details={"path": path})
 
 
 def _other_tables(index: RetrievalIndex, connection: str) -> dict[str, list[str]]:
@@ -382,24 +387,32 @@ def _other_tables(index: RetrievalIndex, connection: str) -> dict[str, list[str]
     return {name: sorted(connections) for name, connections in found.items()}
 
 
-def _write_plan(ctx: Context, connection: str, dialect: str, planned: dict[str, tuple[str, str | None, str]],
+class _Planned(NamedTuple):
+    path: str
+    old: str | None  # the file's text before, None for a new file
+    text: str  # its text after
+    data: Mapping[str, Any] | None = None  # a new file's data, when ``text`` is known to read back as it
+
+
+def _write_plan(ctx: Context, connection: str, dialect: str, planned: dict[str, _Planned],
                 known: dict[str, Known], tables: Mapping[str, Any], skipped: list[dict[str, Any]],
                 notes: list[str], unchanged: Mapping[str, Source]) -> dict[str, Any]:
     """``unchanged``: the model of each existing file as read before the plan (an unchanged one is not read again)."""
     context = dict(known)
-    parsed = {}  # each text read once: for the context here, then for its own check below
-    for name, (path, old, text) in planned.items():
+    parsed = {}  # each text read once (a new one not at all): for the context here, then for its own check below
+    for name, (path, old, text, data) in planned.items():
         if old is not None and text == old:
             source = unchanged.get(name) or check_model(text, path)[0]
         else:
-            parsed[name] = check_model(text, path)
+            parsed[name] = check_model(text, path) if data is None else check_written(text, path, data)
             source = parsed[name][0]
         if isinstance(source, Source):
             context[name] = Known.of(connection, source)
     report: dict[str, Any] = {"connectionId": connection, "tables": len(tables), "created": [], "updated": [],
                               "unchanged": [], "skipped": skipped, "errors": [], "notes": notes}
-    files = ctx.runtime.files
-    for name, (path, old, text) in sorted(planned.items()):
+    writes: list[tuple[str, str | None, str]] = []  # (path, text expected on disk, new text), in name order
+    written: dict[str, Source] = {}  # text -> model, for the index's refresh below
+    for name, (path, old, text, _) in sorted(planned.items()):
         if old is not None and text == old:
             report["unchanged"].append(path)
             continue
@@ -407,14 +420,13 @@ def _write_plan(ctx: Context, connection: str, dialect: str, planned: dict[str, 
         if problems:
             report["errors"].append({"path": path, "problems": [p.to_dict() for p in problems]})
             continue
-
-        def update(current: str | None, old: str | None = old, text: str = text, path: str = path) -> str:
-            if current != old:
-                raise WriteConflict(f"{path} changed while sl.bootstrap ran; run it again",
-                                    details={"path": path})
-            return text
-
-        files.update(path, update, author=ctx.principal, message=f"sl: bootstrap {path}")
+        writes.append((path, old, text))
         report["created" if old is None else "updated"].append(path)
-    ctx.runtime.index.refresh()
+        source = parsed[name][0]
+        if source is not None:
+            written[text] = source
+    ctx.runtime.files.replace_many(writes, author=ctx.principal, message=lambda path: f"sl: bootstrap {path}",
+                                   stale=_changed_meanwhile)
+    with sources_read(written):
+        ctx.runtime.index.refresh()
     return report

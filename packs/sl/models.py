@@ -71,12 +71,14 @@ _DISTINCT = re.compile(r"distinct\s+", re.I)
 def aggregate_call(expr: str) -> tuple[Aggregation, str | None] | None:
     """``(agg, the expression inside)`` when ``expr`` is one aggregate call (``count(*)``, ``sum(amount)``,
     ``count(distinct id)``), else None. The inner text is the author's own, not a re-rendering."""
+    if "(" not in expr:  # no call at all: most measures (``amount``), and no parse needed to say so
+        return None
     try:
         tree = sqlglot.parse_one(expr)
     except SqlglotError:
         return None
     agg = _AGGREGATE_CALLS.get(type(tree))
-    if agg is None or "(" not in expr:
+    if agg is None:
         return None
     inner = expr[expr.index("(") + 1: expr.rindex(")")].strip()
     if isinstance(tree.this, exp.Distinct):

@@ -14,6 +14,7 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
+from khive.project.blockyaml import dump_block
 from khive.project.store import FileStore
 from khive.project.yamldoc import plain, semantic_layer_yaml
 from packs.sl.models import NAME_RE, Source
@@ -47,6 +48,19 @@ def dump_yaml(data: Any) -> str:
     stream = io.StringIO()
     semantic_layer_yaml().dump(data, stream)
     return stream.getvalue()
+
+
+def dump_data(data: Mapping[str, Any]) -> str:
+    """A new file's text from plain data (see ``dump_new``)."""
+    return dump_new(data)[0]
+
+
+def dump_new(data: Mapping[str, Any]) -> tuple[str, bool]:
+    """(a new file's text from plain data, whether it reads back as ``data``): the fast block writer, or ruamel's
+    dump for what it does not cover, the same bytes either way (``khive.project.blockyaml``). Only the fast
+    writer's text is known to read back as the data (ruamel folds some runs of spaces into one)."""
+    text = dump_block(data)
+    return (text, True) if text is not None else (dump_yaml(to_commented(data)), False)
 
 
 def source_data(source: Source) -> dict[str, Any]:

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 import sqlglot
 from pydantic import BaseModel, ValidationError
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import MarkedYAMLError
 from ruamel.yaml.reader import ReaderError
@@ -24,6 +26,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError
 
 from khive.errors import OpError
+from khive.project.plainyaml import load_plain
 from khive.project.yamldoc import line_of, plain
 from packs.sl.models import Column, Descriptions, Join, JoinKey, Measure, Segment, Source, Usage
 from packs.sl.store import load_yaml, split_path
@@ -72,8 +75,25 @@ def invalid_source(problems: list[Problem]) -> OpError:
                    details={"problems": [p.to_dict() for p in problems]})
 
 
+# Texts whose model the caller already holds: sl.bootstrap hands the index the sources it just wrote.
+_READ: ContextVar[Mapping[str, Source] | None] = ContextVar("sl_sources_read", default=None)
+
+
+@contextmanager
+def sources_read(models: Mapping[str, Source]) -> Iterator[None]:
+    """Within: ``parse_source`` of a text in ``models`` (text -> its model) answers that model, unparsed."""
+    token = _READ.set(models)
+    try:
+        yield
+    finally:
+        _READ.reset(token)
+
+
 def parse_source(text: str, path: str) -> Source:
     """The source in ``text``, or ValueError naming the first problem (for the index)."""
+    known = _READ.get()
+    if known is not None and (model := known.get(text)) is not None:
+        return model
     source, problems, _ = check_model(text, path)
     if source is None:
         raise ValueError(str(problems[0]))
@@ -109,6 +129,15 @@ def check_model(text: str, path: str) -> tuple[Source | None, list[Problem], Any
         return Source.model_validate(plain(data)), [], data
     except ValidationError as exc:
         return None, [_model_problem(path, data, error) for error in exc.errors(include_url=False)], data
+
+
+def check_written(text: str, path: str, data: Mapping[str, Any]) -> tuple[Source | None, list[Problem], Any]:
+    """``check_model`` of a text just written from the plain ``data`` (which it reads back as): the model is
+    validated from the data, unparsed; only a source with a problem is read, for the problem's line."""
+    try:
+        return Source.model_validate(data), [], data
+    except ValidationError:
+        return check_model(text, path)
 
 
 def check_text(text: str, path: str, *, dialect: str | None, known: Mapping[str, Known],
@@ -150,9 +179,33 @@ def _references(path: str, data: Any, source: Source, dialect: str | None, known
 
 def _safe_load(text: str) -> Any:
     try:
-        return YAML(typ="safe").load(text)
+        return load_plain(text)
     except Exception:  # whatever it is, the round-trip reading says it with a line
         return None
+
+
+class _Visible(Mapping[str, Known]):
+    """The sources one source may refer to: its connection's, itself as it reads now. A view, not a copy: a
+    bootstrap checks each of 10,000 sources against all the others."""
+
+    def __init__(self, known: Mapping[str, Known], connection: str, own: Known):
+        self._known, self._connection, self._own = known, connection, own
+
+    def __getitem__(self, name: str) -> Known:
+        if name == self._own.name:
+            return self._own
+        found = self._known[name]
+        if found.connection != self._connection:
+            raise KeyError(name)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        yield self._own.name
+        yield from (name for name, k in self._known.items() if k.connection == self._connection
+                    and name != self._own.name)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 class _References:
@@ -160,10 +213,9 @@ class _References:
                  known: Mapping[str, Known]):
         self.path, self.data, self.source, self.dialect = path, data, source, dialect
         self.connection = connection
-        self.known = {name: k for name, k in known.items() if k.connection == connection}
-        self.known[source.name] = Known.of(connection, source)
-        self.elsewhere = {name: k.connection for name, k in known.items()
-                          if k.connection != connection and name == source.name}
+        self.known = _Visible(known, connection, Known.of(connection, source))
+        other = known.get(source.name)
+        self.elsewhere = {source.name: other.connection} if other and other.connection != connection else {}
         self.problems: list[Problem] = []
 
     def add(self, loc: tuple[Any, ...], message: str, fix: str = "") -> None:
@@ -272,8 +324,10 @@ def _reaches(graph: Mapping[str, set[str]], start: str, goal: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=8192)
 def sql_problem(text: str, dialect: str | None, kind: str) -> str | None:
-    """Why ``text`` is not one SQL predicate / expression / query in ``dialect``; None if it is."""
+    """Why ``text`` is not one SQL predicate / expression / query in ``dialect``; None if it is. Memoised: the
+    same expressions (``amount``, ``unit_price * quantity``) recur across thousands of generated sources."""
     wrapper = _WRAPPERS[kind]
     try:
         statements = [s for s in sqlglot.parse(wrapper + text, read=dialect) if s is not None]

@@ -30,12 +30,12 @@ from packs.sl.models import NAME_RE, Source
 from packs.sl.store import (
     SL_ROOT,
     apply,
+    dump_data,
     dump_yaml,
     file_data,
     list_sources,
     load_yaml,
     source_path,
-    to_commented,
     write_key,
 )
 from packs.sl.validate import Problem, check_model, check_text, errors, invalid_source
@@ -212,7 +212,7 @@ def _render(old: str | None, params: WriteParams) -> str:
     if not isinstance(document, CommentedMap):
         ordered = {key: params.source[key] for key in CANONICAL_KEYS if key in params.source}
         ordered.update({key: value for key, value in params.source.items() if key not in ordered})
-        return dump_yaml(to_commented(ordered))
+        return dump_data(ordered)
     before = plain(document)
     apply(document, params.source, prune=not params.merge)
     return old if plain(document) == before and old is not None else dump_yaml(document)
