@@ -67,7 +67,7 @@ class ColumnSample(_Model):
     distinct: int | None = None
     nulls: int | None = None
     sampled_rows: int | None = Field(default=None, alias="sampledRows")
-    skipped: str | None = None  # why no values: "secret-name", "sensitive-name", "sensitive-type", "binary", ...
+    skipped: str | None = None  # why none: "secret-name", "sensitive-name", "sensitive-type", "binary", "view", ...
 
 
 class ExcludedObject(_Model):

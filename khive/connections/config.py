@@ -35,6 +35,9 @@ class SamplePolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     enabled: bool = True
+    views: bool = Field(default=False,
+                        description="sample views too: each scan runs a view's whole query, and what an unordered "
+                                    "aggregate in it returns can change with the plan, rewriting the shard's samples")
     max_values: int = Field(default=20, ge=0, le=1000)
     max_text_length: int = Field(default=80, ge=8, le=10_000)
     sample_rows: int = Field(default=10_000, ge=100, le=10_000_000)

@@ -231,6 +231,8 @@ def plan_sample(table: Table, policy: SamplePolicy, dialect: str) -> tuple[list[
     """Split a table's columns into those to sample and skipped samples (with the reason)."""
     sampled: list[Column] = []
     skipped: list[ColumnSample] = []
+    if table.kind == "view" and not policy.views:  # stored relations only, unless the policy says otherwise
+        return [], [ColumnSample(db=table.db, table=table.name, column=c.name, skipped="view") for c in table.columns]
     for column in table.columns:
         reason = is_sensitive(column.name, column.native_type, policy, dialect=dialect)
         if reason is None:

@@ -498,7 +498,7 @@ def test_duckdb_schema_filter(duckdb_path: Path, schemas: dict[str, list[str]], 
         assert [t.qualified for t in driver.read_catalog().tables] == names
 
 
-def test_duckdb_samples(duckdb_driver: DuckDbDriver) -> None:
+def test_duckdb_samples(duckdb_driver: DuckDbDriver, duckdb_path: Path) -> None:
     tables = [t for t in duckdb_driver.read_catalog().tables if t.kind == "table" or t.name == "big_orders"]
     samples = samples_by_column(duckdb_driver.sample(tables))
     assert samples["customers.status"] == ColumnSample(db="sales", table="customers", column="status",
@@ -515,7 +515,11 @@ def test_duckdb_samples(duckdb_driver: DuckDbDriver) -> None:
     assert samples["orders.is_gift"].frequencies == (45, 5)
     assert samples["orders.amount"].values == ("10.00", "100.00")  # exact decimals: the database's text, scale kept
     assert samples["orders.notes"].values == ("ok", "xxxxxxxxxx…")
-    assert samples["big_orders.amount"].sampled_rows == 40
+    # a view is read only when the policy asks: each sample runs its whole query, and its values can follow the plan
+    assert samples["big_orders.amount"] == ColumnSample(db="sales", table="big_orders", column="amount", skipped="view")
+    with DuckDbDriver("shop", config("duckdb", sample_values={**POLICY, "views": True}),
+                      {"path": str(duckdb_path)}) as views_too:
+        assert samples_by_column(views_too.sample(tables))["big_orders.amount"].sampled_rows == 40
 
 
 def test_duckdb_execute_truncates(duckdb_driver: DuckDbDriver) -> None:
@@ -756,8 +760,11 @@ def test_postgres_samples(pg_driver: PostgresDriver) -> None:
     assert samples["orders.notes"].values == ("ok", "xxxxxxxxxx…")
     assert samples["events.kind"].values == ("click",)
     assert samples["events.kind"].sampled_rows == 100  # LIMIT sample_rows over a partitioned table
-    assert samples["customers_by_status.customers"].sampled_rows == 4
-    assert samples["big_orders.amount"].sampled_rows == 40
+    assert samples["customers_by_status.customers"].sampled_rows == 4  # a materialized view is stored: sampled
+    assert samples["big_orders.amount"].skipped == "view"
+    with PostgresDriver("warehouse", config("postgres", sample_values={**POLICY, "views": True}),
+                        {"url": pg_driver._url}) as views_too:
+        assert samples_by_column(views_too.sample(tables))["big_orders.amount"].sampled_rows == 40
 
 
 @pytest.mark.postgres
