@@ -8,8 +8,8 @@ from pathlib import Path
 import duckdb
 import pytest
 from discover_project import Call
+from sqlite_project import duckdb_project
 
-from khive.scaffold import init_project
 from packs.discover import comment_weights
 
 pytestmark = pytest.mark.anyio
@@ -34,15 +34,7 @@ CREATE TABLE misc.filler_{i} (id INTEGER PRIMARY KEY, label_{i} VARCHAR);""" for
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    init_project(root, "ann")
-    pool = duckdb.connect(str(root / "pool.duckdb"))
-    pool.execute(POOL_DDL)
-    pool.close()
-    config = root / "khive.yaml"
-    config.write_text(config.read_text().replace(
-        "connections: {}", "connections:\n  pool:\n    driver: duckdb\n    path: pool.duckdb\n"))
-    return root
+    return duckdb_project(tmp_path / "proj", "pool", POOL_DDL)
 
 
 async def first_tables(call: Call, query: str) -> list[str]:

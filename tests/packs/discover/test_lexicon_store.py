@@ -10,18 +10,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
 import pytest
 from discover_project import PACKS, Call
 from fresh_runtime import op_in_fresh_runtime
+from sqlite_project import duckdb_project
 
 from khive.bootstrap import open_runtime
 from khive.context import CLI, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
 from khive.runtime import Runtime
-from khive.scaffold import init_project
 from packs.discover import later, lexicon, lexicon_store
 
 pytestmark = pytest.mark.anyio
@@ -130,14 +129,7 @@ CREATE TABLE edu.satscores (cds VARCHAR PRIMARY KEY, NumTstTakr INTEGER, AvgScrR
 
 async def test_what_is_read_back_is_what_was_built_on_a_catalog_using_every_rule(tmp_path: Path) -> None:
     """Folded partitions, borrowed names, phrases, comments and several routing units survive the file."""
-    root = tmp_path / "proj"
-    init_project(root, "ann")
-    pool = duckdb.connect(str(root / "pool.duckdb"))
-    pool.execute(POOL_DDL)
-    pool.close()
-    config = root / "khive.yaml"
-    config.write_text(config.read_text().replace(
-        "connections: {}", "connections:\n  pool:\n    driver: duckdb\n    path: pool.duckdb\n"))
+    root = duckdb_project(tmp_path / "proj", "pool", POOL_DDL)
     runtime = open_runtime(root, {"KHIVE_PACKS": PACKS})
     try:
         for text in ('scan.run(connection="pool")', 'discover.search(query="store sales")'):
