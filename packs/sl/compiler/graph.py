@@ -175,8 +175,9 @@ class JoinTree:
 Cost = tuple[int, int]
 
 
-def join_tree(graph: JoinGraph, root: str, required: Iterable[str]) -> JoinTree:
-    """The join tree from ``root`` to every ``required`` source (see the module docstring for the rules)."""
+def join_tree(graph: JoinGraph, root: str, required: Iterable[str], named: Iterable[str] = ()) -> JoinTree:
+    """The join tree from ``root`` to every ``required`` source (see the module docstring for the rules);
+    ``named`` are the required sources the query's ``via`` lists (a note says when one of them chose a path)."""
     needed = set(required) - {root}
     cost: dict[str, Cost] = {root: (0, 0)}
     heap: list[tuple[Cost, str]] = [((0, 0), root)]
@@ -200,11 +201,12 @@ def join_tree(graph: JoinGraph, root: str, required: Iterable[str]) -> JoinTree:
             code="disconnected_sources", details={"from": root, "unreachable": missing})
     tree = JoinTree(root)
     for target in sorted(needed, key=lambda n: (cost[n], n)):
-        _add_path(tree, graph, cost, needed, target)
+        _add_path(tree, graph, cost, needed, target, frozenset(named))
     return tree
 
 
-def _add_path(tree: JoinTree, graph: JoinGraph, cost: dict[str, Cost], needed: set[str], target: str) -> None:
+def _add_path(tree: JoinTree, graph: JoinGraph, cost: dict[str, Cost], needed: set[str], target: str,
+              named: frozenset[str]) -> None:
     node = target
     while node != tree.root and node not in tree.parent:
         best = [e for e in graph.incoming(node) if e.left in cost and _plus(cost[e.left], e, needed) == cost[node]]
@@ -227,9 +229,10 @@ def _add_path(tree: JoinTree, graph: JoinGraph, cost: dict[str, Cost], needed: s
         if len({e.left for e in lightest}) > 1:
             paths = [p for left in sorted({e.left for e in lightest})
                      for p in _paths(graph, cost, needed, tree.root, left, exact=False)]
+            why = ("as via names it" if chosen.left in named
+                   else "which brings in fewest sources the query does not already use")
             tree.notes.append(f"ambiguous join path {tree.root} -> {node}: equally short paths {_or(paths, node)}; "
-                              f"chose the one through {chosen.left}, which brings in fewest sources the query "
-                              "does not already use")
+                              f"chose the one through {chosen.left}, {why}")
         tree.parent[node] = chosen
         node = chosen.left
 

@@ -138,7 +138,7 @@ def plan_query(sources: Mapping[str, Source], *, measures: list[str | AdHocMeasu
     for source in dict.fromkeys(m.source for m in refs):
         wanted = [m for m in refs if m.source == source]
         base = list(dict.fromkeys(b for m in wanted for b in catalog.base_measures(m)))
-        tree = join_tree(graph, source, required | set(via_sources))
+        tree = join_tree(graph, source, required | set(via_sources), via_sources)
         _check_via(tree, required, via_sources, via_roles)
         notes += [n for n in tree.notes if n not in notes]
         crossings = [edge for edge in tree.edges if edge.fans_out and not tree.fans_out(edge.left)]

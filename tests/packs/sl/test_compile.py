@@ -265,6 +265,15 @@ def test_ambiguous_path_is_noted_when_the_query_breaks_the_tie(shop: duckdb.Duck
     assert "chose the one through orders" in note
 
 
+def test_a_path_via_names_is_noted_as_chosen_by_via(shop: duckdb.DuckDBPyConnection) -> None:
+    for through in ("orders", "products"):
+        result = compiled(shop_sources(ambiguous=True), measures=["order_items.quantity"], dimensions=["stores.name"],
+                          via=[through])
+        (note,) = [n for n in result.notes if n.startswith("ambiguous join path")]
+        assert note.endswith(f"chose the one through {through}, as via names it"), note
+        assert f"ON {through}.store_id = stores.id" in result.sql, result.sql
+
+
 def test_ambiguous_path_without_a_tie_break_is_refused() -> None:
     with pytest.raises(CompileError) as caught:
         compiled(shop_sources(ambiguous=True), measures=["order_items.quantity"], dimensions=["stores.name"])
