@@ -25,17 +25,8 @@ _FSYNC_WORKERS = 8  # fsyncs in flight at once: the journal commits them togethe
 def replace_with(target: Path, write: Callable[[BinaryIO], object], *, durable: bool = False,
                  mode: int | None = None) -> None:
     """``write`` fills the new file's contents; ``mode`` sets its permissions before it appears."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temp = _temp_name(target)
+    temp = _new_temp(target, write, durable=durable, mode=mode)
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666 if mode is None else mode)
-        with open(fd, "wb") as handle:
-            write(handle)
-            if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(temp, mode)  # the umask narrowed os.open's mode
         os.replace(temp, target)
     except BaseException:
         temp.unlink(missing_ok=True)
@@ -50,39 +41,45 @@ def replace_bytes(target: Path, data: bytes, *, durable: bool = False, mode: int
 
 def fsync_dir(directory: Path) -> None:
     """Make a rename or an unlink in ``directory`` durable."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _fsync(directory, os.O_DIRECTORY)
 
 
 def write_temp(target: Path, data: bytes) -> Path:
     """A new temp file beside ``target`` holding ``data`` (not yet synced, nor renamed over ``target``)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temp = _temp_name(target)
-    try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-        with open(fd, "wb") as handle:
-            handle.write(data)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    return temp
+    return _new_temp(target, lambda handle: handle.write(data), durable=False, mode=None)
 
 
 def fsync_all(paths: Iterable[Path]) -> None:
     """Every file's data on disk, the fsyncs issued together."""
     with ThreadPoolExecutor(max_workers=_FSYNC_WORKERS) as pool:
-        list(pool.map(_fsync_file, paths))
+        list(pool.map(_fsync, paths))
 
 
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+def _fsync(path: Path, flags: int = 0) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | flags)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _new_temp(target: Path, write: Callable[[BinaryIO], object], *, durable: bool, mode: int | None) -> Path:
+    """A new temp file beside ``target`` filled by ``write`` (its data synced when ``durable``); removed on error."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = _temp_name(target)
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666 if mode is None else mode)
+        with open(fd, "wb") as handle:
+            write(handle)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(temp, mode)  # the umask narrowed os.open's mode
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return temp
 
 
 def _temp_name(target: Path) -> Path:

@@ -10,7 +10,6 @@ import os
 import shutil
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 
 import orjson
 
-_FSYNC_WORKERS = 8
+from khive.atomicfile import fsync_all, fsync_dir
 
 
 def new_sync_id(now: datetime | None = None) -> str:
@@ -95,10 +94,9 @@ class StagedRun:
     def _publish(self) -> None:
         # Every file reaches the disk before the rename publishes the run; fsyncs issued together are
         # committed together, where one per file right after its write serialises a journal commit each.
-        with ThreadPoolExecutor(max_workers=_FSYNC_WORKERS) as pool:
-            list(pool.map(_fsync, self._written))
+        fsync_all(self._written)
         os.rename(self.staging, self.final)
-        _fsync(self.final.parent)
+        fsync_dir(self.final.parent)
 
 
 @contextmanager
@@ -118,10 +116,3 @@ def staged_run(root: Path, sync_id: str) -> Iterator[StagedRun]:
         shutil.rmtree(run.staging, ignore_errors=True)
         raise
 
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
