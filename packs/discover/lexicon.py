@@ -378,12 +378,16 @@ class _Found:
         wheres.extend([where] * len(words))
         columns.extend([column] * len(words))
 
+    def _joined(self) -> tuple[np.ndarray[Any, Any], ...]:
+        """Every row gathered so far as four arrays (word, table, where, column)."""
+        listed = tuple(np.asarray(values, dtype=dtype)
+                       for values, dtype in zip(self._rows, (np.int64, np.int64, np.float64, np.int64), strict=True))
+        return tuple(np.concatenate(part) for part in zip(*self._parts, listed, strict=True))
+
     def notes(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
         """(word, document) of every comment row: a document is a commented column (its number) or a commented
         table (past every column number)."""
-        listed = tuple(np.asarray(values, dtype=dtype)
-                       for values, dtype in zip(self._rows, (np.int64, np.int64, np.float64, np.int64), strict=True))
-        words, tables, wheres, columns = (np.concatenate(part) for part in zip(*self._parts, listed, strict=True))
+        words, tables, wheres, columns = self._joined()
         noted = np.isin(wheres, NOTE_WHERES)
         offset = int(columns.max()) + 1 if len(columns) else 0
         documents = np.where(columns >= 0, columns, offset + tables)
@@ -392,9 +396,7 @@ class _Found:
     def best(self) -> tuple[np.ndarray[Any, Any], ...]:
         """(word, table, where, column) arrays with one row per (word, table), sorted by both: the strongest
         where, and of equally strong rows the first column (columns are numbered in catalog order)."""
-        listed = tuple(np.asarray(values, dtype=dtype)
-                       for values, dtype in zip(self._rows, (np.int64, np.int64, np.float64, np.int64), strict=True))
-        words, tables, wheres, columns = (np.concatenate(part) for part in zip(*self._parts, listed, strict=True))
+        words, tables, wheres, columns = self._joined()
         order = np.lexsort((columns, -wheres, tables, words))
         words, tables, wheres, columns = words[order], tables[order], wheres[order], columns[order]
         first = np.ones(len(words), dtype=bool)
