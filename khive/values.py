@@ -8,7 +8,7 @@ ADR 0026 says why.
     int                        a number when |v| <= 2**53 - 1, else its decimal digits as a string
     exact decimal              always a string, digits and scale as the database prints them
     float                      a number; NaN and the infinities as "NaN", "Infinity", "-Infinity"
-    bytes                      "\\x" + lowercase hex, cut after ``bytes_shown`` bytes with a trailing "…"
+    bytes                      "\\x" + lowercase hex, cut after ``Shown.binary_bytes`` bytes with a trailing "…"
     dates, times, timestamps   ISO 8601 with "T" and the offset; "infinity"; BC and years past 9999 expanded
     intervals                  ISO 8601 durations as PostgreSQL's IntervalStyle iso_8601 prints them
     lists, structs, maps       arrays, objects, objects with string keys (else [{"key", "value"}])
@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal, InvalidOperation
 from enum import Enum
@@ -36,12 +37,29 @@ from khive.errors import OpError
 
 MAX_SAFE_INTEGER = 2**53 - 1  # JavaScript's Number.MAX_SAFE_INTEGER
 DEFAULT_BYTES_SHOWN = 1024  # bytes of one binary value shown before it is cut (a later `limits:` setting)
+DEFAULT_TEXT_SHOWN = 32_768  # characters of one text value shown before it is cut
+DEFAULT_RESULT_BYTES = 1_048_576  # the JSON bytes of a result's rows an agent receives (about 260k tokens)
 CUT = "…"  # ends a cut value; never a hex digit
 _DAY_US = 86_400_000_000
 _HOUR_US = 3_600_000_000
 _MINUTE_US = 60_000_000
 
 Converter = Callable[[Any, "Encoder", str], Any]  # (driver value, encoder, column) -> JSON value
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """How much of a result reaches the agent (ADR 0053): each binary value's first ``binary_bytes``, each text
+    value's first ``text_chars``, and rows only while their JSON stays within ``result_bytes``. A database
+    value can be a gigabyte; an agent's context holds a few hundred kilobytes, and one agent's answer must
+    not hold the shared daemon's memory or its transport for minutes."""
+
+    binary_bytes: int = DEFAULT_BYTES_SHOWN
+    text_chars: int = DEFAULT_TEXT_SHOWN
+    result_bytes: int = DEFAULT_RESULT_BYTES
+
+
+DEFAULT_SHOWN = Shown()
 
 
 class UnencodableValue(OpError):
@@ -262,25 +280,39 @@ def _key_text(key: Any) -> str | None:
 
 
 class Encoder:
-    """Encodes one result's values and remembers which binary values it cut, for the result's notes."""
+    """Encodes one result's values and remembers which binary and text values it cut, for the result's notes."""
 
-    def __init__(self, bytes_shown: int = DEFAULT_BYTES_SHOWN):
+    def __init__(self, bytes_shown: int = DEFAULT_BYTES_SHOWN, text_shown: int | None = None):
+        """``text_shown``: cut the rows' text values after this many characters (None: text is kept whole, as
+        the dispatcher's safety net keeps a handler's own text)."""
         self.bytes_shown = bytes_shown
+        self.text_shown = text_shown
         self._cut: dict[str, list[int]] = {}
+        self._cut_text: dict[str, list[int]] = {}
+        self._journal: list[tuple[dict[str, list[int]], str]] = []  # each cut in order, for ``undo``
 
     def rows(self, rows: Sequence[Sequence[Any]], columns: Sequence[Mapping[str, str]],
              converters: Sequence[Converter | None] | None = None) -> list[list[Any]]:
         """Rows of driver values -> rows of JSON values; ``converters`` (per column) replace ``value``.
 
         Most values are already JSON (text, small integers, finite floats, NULL): they are only looked at."""
+        return list(map(self.row_encoder(columns, converters), rows))
+
+    def row_encoder(self, columns: Sequence[Mapping[str, str]],
+                    converters: Sequence[Converter | None] | None = None) -> Callable[[Sequence[Any]], list[Any]]:
+        """What ``rows`` does to each row, for a caller that takes rows one at a time."""
         names = [str(column.get("name", "")) for column in columns]
         convert = list(converters) if converters else [None] * len(names)
-        out = []
-        for row in rows:
+        text_shown = self.text_shown
+
+        def encode(row: Sequence[Any]) -> list[Any]:
             encoded = list(row)
             for index, item in enumerate(encoded):
                 kind = type(item)
                 converter = convert[index]
+                if kind is str and text_shown is not None and len(item) > text_shown:
+                    encoded[index] = self.text(item, names[index])
+                    continue
                 if converter is None and (item is None or kind is str or kind is bool or (
                         kind is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER) or (
                         kind is float and item - item == 0.0)):  # finite: inf - inf and nan - nan are nan
@@ -290,13 +322,35 @@ class Encoder:
                         else converter(item, self, names[index])
                 except Exception as exc:
                     raise _unencodable(names[index], str(columns[index].get("type", "")), item, exc) from None
-            out.append(encoded)
-        return out
+            return encoded
+
+        return encode
+
+    def text(self, text: str, column: str) -> str:
+        """A text value longer than ``text_shown`` characters: its start and the cut mark."""
+        assert self.text_shown is not None
+        self._record(self._cut_text, column, len(text))
+        return text[:self.text_shown] + CUT
+
+    def _record(self, cuts: dict[str, list[int]], column: str, size: int) -> None:
+        cuts.setdefault(column, []).append(size)
+        self._journal.append((cuts, column))
+
+    def mark(self) -> int:
+        return len(self._journal)
+
+    def undo(self, mark: int) -> None:
+        """Forget the cuts made since ``mark`` (a row encoded, then left out of the result)."""
+        while len(self._journal) > mark:
+            cuts, column = self._journal.pop()
+            cuts[column].pop()
+            if not cuts[column]:
+                del cuts[column]
 
     def binary(self, data: bytes | bytearray | memoryview, column: str) -> str:
         raw = bytes(data)
         if len(raw) > self.bytes_shown:
-            self._cut.setdefault(column, []).append(len(raw))
+            self._record(self._cut, column, len(raw))
         return hex_text(raw, self.bytes_shown)
 
     def value(self, value: Any, column: str = "") -> Any:
@@ -353,13 +407,20 @@ class Encoder:
         """One note per column whose binary values were cut: how many and their full sizes."""
         notes = []
         for column, sizes in self._cut.items():
-            listed = ", ".join(str(size) for size in sizes[:20]) + (", ..." if len(sizes) > 20 else "")
             notes.append(f"column {column!r}: {len(sizes)} binary value(s) longer than {self.bytes_shown} bytes "
-                         f"were cut (they end with {CUT}); full sizes in bytes: {listed}")
+                         f"were cut (they end with {CUT}); full sizes in bytes: {_listed(sizes)}")
+        for column, sizes in self._cut_text.items():
+            notes.append(f"column {column!r}: {len(sizes)} text value(s) longer than {self.text_shown} characters "
+                         f"were cut (they end with {CUT}); full lengths in characters: {_listed(sizes)}; "
+                         f"select a part of it (left({column}, n), substr) to see more")
         return notes
 
     def cut(self) -> dict[str, list[int]]:
         return {column: list(sizes) for column, sizes in self._cut.items()}
+
+
+def _listed(sizes: Sequence[int]) -> str:
+    return ", ".join(str(size) for size in sizes[:20]) + (", ..." if len(sizes) > 20 else "")
 
 
 def _unencodable(where: str, type_name: str, value: Any, exc: BaseException) -> UnencodableValue:

@@ -15,6 +15,7 @@ from typing import Any, Generic, Protocol, Self, TypeVar
 
 from khive.connections.catalog import CatalogSnapshot, ColumnSample, Table
 from khive.connections.config import ConnectionConfig, DriverName
+from khive.values import DEFAULT_SHOWN, Shown
 
 # driver name -> "module:Class": a string, because the optional drivers' client libraries (PyMySQL, the
 # BigQuery and Snowflake clients) must import only when a connection uses them. The names are DriverName's.
@@ -50,9 +51,10 @@ class Driver(Protocol):
         """Bounded sample values per column, honouring the connection's sample policy."""
         ...
 
-    def execute(self, sql: str, *, limit: int, timeout_s: float, bytes_shown: int = ...) -> QueryResult:
+    def execute(self, sql: str, *, limit: int, timeout_s: float, shown: Shown = DEFAULT_SHOWN) -> QueryResult:
         """Run one already-vetted read-only statement in a read-only session with a timeout; rows come back as
-        JSON values by khive's value rule (khive/values.py), binary values cut after ``bytes_shown`` bytes."""
+        JSON values by khive's value rule (khive/values.py), no more of them and of each value than ``shown``
+        allows (``types.query_result``)."""
         ...
 
     def close(self) -> None: ...

@@ -32,7 +32,7 @@ from khive.connections.types import (
     schema_selected,
 )
 from khive.errors import KhiveError
-from khive.values import DEFAULT_BYTES_SHOWN
+from khive.values import DEFAULT_SHOWN, Shown
 
 _INTERNAL_SCHEMAS = ("information_schema", "pg_catalog")
 _RELATIONS_SQL = """
@@ -184,7 +184,7 @@ class DuckDbDriver(HoldsConnection[duckdb.DuckDBPyConnection]):
         return sample_tables(tables, policy, self.dialect, run)
 
     def execute(self, sql: str, *, limit: int, timeout_s: float,
-                bytes_shown: int = DEFAULT_BYTES_SHOWN) -> QueryResult:
+                shown: Shown = DEFAULT_SHOWN) -> QueryResult:
         """Binds the statement first (its types, without running it) so that lossy columns are projected
         through text (duckvalues.py); binding and running share one deadline."""
         started = time.perf_counter()
@@ -201,7 +201,7 @@ class DuckDbDriver(HoldsConnection[duckdb.DuckDBPyConnection]):
             except duckdb.Error as exc:
                 raise self._error(exc, timeout_s, fired.is_set()) from None
         return query_result(columns, rows, limit, started, converters=projection.converters,
-                            bytes_shown=bytes_shown)
+                            shown=shown)
 
 
 def _unpivot_sample_sql(source: str, columns: Sequence[Column], policy: SamplePolicy) -> str:

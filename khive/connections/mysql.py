@@ -36,7 +36,7 @@ from khive.connections.config import ConnectionConfig
 from khive.connections.driver import HoldsConnection, QueryResult, connection_url
 from khive.connections.types import build_column, query_result, quote, sample_sql, sample_tables, schema_selected
 from khive.errors import ConfigError, KhiveError
-from khive.values import DEFAULT_BYTES_SHOWN, Converter, Encoder, json_text, timedelta_text
+from khive.values import DEFAULT_SHOWN, Converter, Encoder, Shown, json_text, timedelta_text
 
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
 _KINDS: dict[str, TableKind] = {"BASE TABLE": "table", "VIEW": "view", "SYSTEM VERSIONED": "table"}
@@ -332,7 +332,7 @@ class MySqlDriver(HoldsConnection[pymysql.connections.Connection]):
         return sample_tables(tables, policy, self.dialect, run)
 
     def execute(self, sql: str, *, limit: int, timeout_s: float,
-                bytes_shown: int = DEFAULT_BYTES_SHOWN) -> QueryResult:
+                shown: Shown = DEFAULT_SHOWN) -> QueryResult:
         started = time.perf_counter()
 
         def work(cursor: Any) -> tuple[list[Any], list[int | None], list[tuple[Any, ...]]]:
@@ -346,4 +346,4 @@ class MySqlDriver(HoldsConnection[pymysql.connections.Connection]):
         columns = [{"name": str(item[0]), "type": type_name(int(item[1]), charset)}
                    for item, charset in zip(description, charsets, strict=True)]
         converters = [_converter(int(item[1]), int(item[3] or 0)) for item in description]
-        return query_result(columns, rows, limit, started, converters=converters, bytes_shown=bytes_shown)
+        return query_result(columns, rows, limit, started, converters=converters, shown=shown)

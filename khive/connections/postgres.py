@@ -16,10 +16,14 @@ parent is listed with its own rows plus its children's.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Generator, Mapping, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from typing import Any, cast
 
+import orjson
 import psycopg
+from psycopg import capabilities
 from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row, tuple_row
@@ -49,7 +53,7 @@ from khive.connections.types import (
     schema_selected,
 )
 from khive.errors import KhiveError
-from khive.values import DEFAULT_BYTES_SHOWN
+from khive.values import DEFAULT_SHOWN, Shown
 
 _KINDS: dict[str, TableKind] = {"r": "table", "p": "table", "v": "view", "m": "materialized_view",
                                 "f": "foreign_table"}
@@ -362,25 +366,90 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
         return found
 
     def execute(self, sql: str, *, limit: int, timeout_s: float,
-                bytes_shown: int = DEFAULT_BYTES_SHOWN) -> QueryResult:
+                shown: Shown = DEFAULT_SHOWN) -> QueryResult:
         started = time.perf_counter()
         conn = self._db()
         try:
             with conn.cursor() as cursor:
                 cursor.execute(f"SET LOCAL statement_timeout = {_ms(timeout_s)}")
-                with conn.pipeline():  # extended protocol: exactly one statement
-                    cursor.execute(sql)
-                description = cursor.description or []
-                rows = cursor.fetchmany(limit + 1) if description else []
-                types = self._result_types(conn, [int(item.type_code) for item in description])
-                result_types = [types[int(item.type_code)] for item in description]
-                columns = [{"name": item.name, "type": kind.name}
-                           for item, kind in zip(description, result_types, strict=True)]
-                converters = [array_converter(conn, kind) for kind in result_types]
+                read = _stream_rows(cursor, sql, limit, shown)  # extended protocol: exactly one statement
+                description = cursor.description or ([] if read.rows or read.no_result_set
+                                                     else _columns_of(conn, sql))
+            if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+                conn.rollback()  # reading stopped early cancelled the statement; the type lookup needs a transaction
+            types = self._result_types(conn, [int(item.type_code) for item in description])
+            result_types = [types[int(item.type_code)] for item in description]
+            columns = [{"name": item.name, "type": kind.name}
+                       for item, kind in zip(description, result_types, strict=True)]
+            converters = [array_converter(conn, kind) for kind in result_types]
         except psycopg.Error as exc:
             raise self._error(exc, timeout_s) from None
         finally:
             if not conn.closed:
                 conn.rollback()
-        return query_result(columns, rows, limit, started, converters=converters, bytes_shown=bytes_shown)
+        return query_result(columns, read.rows, limit, started, converters=converters, shown=shown,
+                            unread=read.unread)
 
+
+@dataclass(frozen=True)
+class _Read:
+    rows: list[Any]
+    unread: bool  # reading stopped before the end: the rows' text outgrew what the result could show
+    no_result_set: bool = False  # a command (SET, ...): it ran and returned no rows, not even empty ones
+
+
+_ROW_BY_ROW = 1000  # up to this limit rows are read one at a time; above it (exports) in chunks, 5 us a row faster
+_STREAM_CHUNK = 64
+_HELD_PER_RESULT_BYTE = 8  # text read per byte of JSON shown, at most: far above any encoding's growth
+
+
+def _stream_rows(cursor: psycopg.Cursor[Any], sql: str, limit: int, shown: Shown) -> _Read:
+    """At most limit + 1 rows, read one at a time (libpq's single-row mode; chunks of 64 for exports of more
+    than 1,000 rows) so that the driver never holds much more than the result can show (ADR 0053): a statement
+    whose rows are gigabytes of text is cancelled once they outgrow it. ``query_result`` then cuts the values
+    and the rows exactly."""
+    rows: list[Any] = []
+    held = 0
+    ceiling = shown.result_bytes * _HELD_PER_RESULT_BYTE
+    chunk = _STREAM_CHUNK if limit > _ROW_BY_ROW and capabilities.has_stream_chunked() else 1  # chunks: libpq 17
+    with closing(cast(Generator[Any, None, None], cursor.stream(sql, size=chunk))) as stream:
+        try:
+            for row in stream:
+                rows.append(row)
+                if len(rows) > limit:
+                    break
+                held += sum(_held(value, shown.binary_bytes) for value in row)
+                if held > ceiling:
+                    return _Read(rows, unread=True)
+        except psycopg.ProgrammingError as exc:
+            if exc.sqlstate is not None:  # the server's error (permission denied, ...), not psycopg's
+                raise
+            return _Read([], unread=False, no_result_set=True)  # stream()'s word for a command without rows
+    return _Read(rows, unread=False)
+
+
+def _columns_of(conn: psycopg.Connection[Any], sql: str) -> list[Any]:
+    """The columns of a statement that returned no rows (a stream keeps only its rows' descriptions): the same
+    statement under LIMIT 0, which PostgreSQL answers without running it; none when it cannot be wrapped."""
+    try:
+        with conn.cursor() as cursor:
+            with conn.pipeline():  # extended protocol, as the statement itself ran
+                cursor.execute(f"SELECT * FROM ({sql}\n) AS khive_columns LIMIT 0")
+            return list(cursor.description or [])
+    except psycopg.Error:
+        conn.rollback()
+        return []
+
+
+def _held(value: Any, binary_bytes: int) -> int:
+    """About what a loaded value weighs once shown: text its length, bytes at most their cut, JSON its text."""
+    kind = type(value)
+    if kind is str:
+        return len(value)
+    if kind is int or kind is float or value is None:
+        return 8
+    if isinstance(value, bytes | bytearray | memoryview):
+        return min(len(value), binary_bytes)
+    if isinstance(value, dict | list | tuple):
+        return len(orjson.dumps(value, default=str))
+    return 16

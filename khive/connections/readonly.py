@@ -23,7 +23,7 @@ from khive.connections.sqlgate import GateDecision, check_sql, wrap_with_limit
 from khive.connections.types import QUERY_SQL_MARK
 from khive.errors import KhiveError, OpError
 from khive.threads import run_blocking
-from khive.values import DEFAULT_BYTES_SHOWN
+from khive.values import DEFAULT_SHOWN, Shown
 
 if TYPE_CHECKING:
     from khive.connections.config import ConnectionConfig
@@ -40,6 +40,18 @@ class Connections(Protocol):
 
 
 TIMEOUT_DOC = "seconds the statement may run; at most (and by default) the connection's statement_timeout_s"
+SAVED_RESULT_BYTES = 64 * 1024 * 1024  # a result written to a file (save_to) may be larger than one shown
+MAX_RESULT_BYTES = SAVED_RESULT_BYTES  # as much as a saved file may hold (khive.sink.MAX_SAVE_BYTES)
+MAX_BYTES_DOC = (f"bytes of JSON the rows may take; rows past it are left out and the result says truncated"
+                 f" (default {DEFAULT_SHOWN.result_bytes}, with save_to {SAVED_RESULT_BYTES}); text values are cut"
+                 f" after {DEFAULT_SHOWN.text_chars} characters, binary ones after {DEFAULT_SHOWN.binary_bytes} bytes")
+
+
+def result_shown(max_bytes: int | None, saving: bool) -> Shown:
+    """What a verb's rows may hold: ``max_bytes`` when asked, else the default for the answer or for a file."""
+    if max_bytes is None:
+        max_bytes = SAVED_RESULT_BYTES if saving else DEFAULT_SHOWN.result_bytes
+    return Shown(DEFAULT_SHOWN.binary_bytes, DEFAULT_SHOWN.text_chars, max_bytes)
 
 
 @dataclass(frozen=True)
@@ -75,9 +87,9 @@ class ReadOnlyRun:
 
 
 async def run_read_only(runtime: Connections, connection: str, sql: str, *, limit: int, timeout_s: float | None,
-                        bytes_shown: int = DEFAULT_BYTES_SHOWN, wire: bool) -> ReadOnlyRun:
-    """``wire``: the statement came over MCP (an agent's), not from the operator's CLI. ``bytes_shown``: how
-    much of each binary value the rows show (khive/values.py)."""
+                        shown: Shown = DEFAULT_SHOWN, wire: bool) -> ReadOnlyRun:
+    """``wire``: the statement came over MCP (an agent's), not from the operator's CLI. ``shown``: how much of
+    the rows and of each value reach the caller (khive/values.py)."""
     config = runtime.connection(connection)
     timeout = statement_timeout(timeout_s, connection, config)
     decision = await run_blocking(lambda: check_sql(sql, config.driver, wire=wire,
@@ -104,7 +116,7 @@ async def run_read_only(runtime: Connections, connection: str, sql: str, *, limi
                     if wire:
                         suits_session(lease.driver)
                     return lease.driver.execute(marked, limit=limit, timeout_s=timeout.seconds,
-                                                bytes_shown=bytes_shown), wrapped
+                                                shown=shown), wrapped
                 except KhiveError as exc:
                     if exc.code == "connection_failed" and lease.reused and attempt == 1:
                         lease.discard = True  # it went stale while idle (a server restart, an idle timeout)

@@ -19,7 +19,7 @@ from khive.connections.config import ConnectionConfig
 from khive.connections.driver import HoldsConnection, QueryResult
 from khive.connections.types import build_column, query_result, quote, sample_sql, sample_tables, schema_selected
 from khive.errors import KhiveError
-from khive.values import DEFAULT_BYTES_SHOWN
+from khive.values import DEFAULT_SHOWN, Shown
 
 SCHEMA = "main"
 _OBJECTS_SQL = ("SELECT m.type, m.name FROM sqlite_schema AS m "
@@ -219,7 +219,7 @@ class SqliteDriver(HoldsConnection[sqlite3.Connection]):
         return sample_tables(tables, self.config.sample_values, self.dialect, run)
 
     def execute(self, sql: str, *, limit: int, timeout_s: float,
-                bytes_shown: int = DEFAULT_BYTES_SHOWN) -> QueryResult:
+                shown: Shown = DEFAULT_SHOWN) -> QueryResult:
         started = time.perf_counter()
         try:
             rows, description = self._run(sql, timeout_s=timeout_s, limit=limit + 1, values=True)
@@ -228,7 +228,7 @@ class SqliteDriver(HoldsConnection[sqlite3.Connection]):
                 self._conn.execute("PRAGMA query_only = ON")
         names = [item[0] for item in description or ()]
         return query_result([{"name": name, "type": _value_type(rows, i)} for i, name in enumerate(names)],
-                            rows, limit, started, bytes_shown=bytes_shown)
+                            rows, limit, started, shown=shown)
 
 
 _PY_TYPES: dict[type, str] = {int: "INTEGER", float: "REAL", str: "TEXT", bytes: "BLOB"}

@@ -19,15 +19,18 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
+import orjson
+
 from khive.connections.catalog import Column, ColumnSample, DimensionType, NormalizedType, Table
 from khive.connections.config import SamplePolicy, SchemaFilter
 from khive.connections.driver import QueryResult
 from khive.errors import ConfigError, KhiveError
 from khive.secretnames import secret_name
 from khive.values import (
-    DEFAULT_BYTES_SHOWN,
+    DEFAULT_SHOWN,
     Converter,
     Encoder,
+    Shown,
     float_text,
     hex_text,
     integer_text,
@@ -384,12 +387,31 @@ def sample_tables(tables: Sequence[Table], policy: SamplePolicy, dialect: str, r
 
 def query_result(columns: list[dict[str, str]], rows: Sequence[Sequence[Any]], limit: int, started: float,
                  notes: list[str] | None = None, *, converters: Sequence[Converter | None] | None = None,
-                 bytes_shown: int = DEFAULT_BYTES_SHOWN) -> QueryResult:
-    """``rows`` holds at most limit + 1 rows; the extra one only says there were more. Rows leave here as
-    JSON values by khive's value rule (``converters``, per column, for values a driver projected itself);
-    binary values cut at ``bytes_shown`` bytes are listed in the notes."""
-    encoder = Encoder(bytes_shown)
-    kept = encoder.rows(rows[:limit], columns, converters)
-    return QueryResult(columns=columns, rows=kept, truncated=len(rows) > limit, row_count=len(kept),
-                       elapsed_ms=round((time.perf_counter() - started) * 1000, 3),
-                       notes=[*(notes or []), *encoder.notes()])
+                 shown: Shown = DEFAULT_SHOWN, unread: bool = False) -> QueryResult:
+    """``rows`` holds at most limit + 1 rows; the extra one only says there were more (as does ``unread``: the
+    driver stopped reading before the end). Rows leave here as JSON values by khive's value rule
+    (``converters``, per column, for values a driver projected itself), long binary and text values cut and
+    listed in the notes, and only as many rows as fit in ``shown.result_bytes`` of JSON (ADR 0053)."""
+    encoder = Encoder(shown.binary_bytes, shown.text_chars)
+    kept: list[list[Any]] = []
+    size = 2  # the brackets of the rows' array
+    over = False
+    encode = encoder.row_encoder(columns, converters)
+    for row in rows[:limit]:
+        mark = encoder.mark()
+        encoded = encode(row)
+        size += len(orjson.dumps(encoded, option=orjson.OPT_PASSTHROUGH_DATETIME, default=str)) + 1
+        if size > shown.result_bytes:
+            encoder.undo(mark)  # the notes speak of the rows shown
+            over = True
+            break
+        kept.append(encoded)
+    budget_notes = [f"rows after the first {len(kept)} are not shown: the rows reached the result cap of "
+                    f"{shown.result_bytes} bytes of JSON (max_bytes); select fewer or narrower columns, "
+                    f"aggregate, or raise max_bytes"] if over else []
+    if unread and not over:
+        budget_notes.append(f"reading stopped at row {len(rows)}: the values read outgrew what a result of "
+                            f"{shown.result_bytes} bytes can show; there may be more rows")
+    return QueryResult(columns=columns, rows=kept, truncated=over or unread or len(rows) > limit,
+                       row_count=len(kept), elapsed_ms=round((time.perf_counter() - started) * 1000, 3),
+                       notes=[*(notes or []), *encoder.notes(), *budget_notes])

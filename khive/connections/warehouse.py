@@ -26,7 +26,7 @@ from khive.connections.config import ConnectionConfig
 from khive.connections.driver import QueryResult
 from khive.connections.types import query_result, quote, sample_percent, sample_sql, sample_tables
 from khive.errors import KhiveError
-from khive.values import DEFAULT_BYTES_SHOWN, Converter
+from khive.values import DEFAULT_SHOWN, Converter, Shown
 
 Runner = Callable[[str], list[dict[str, Any]]]
 _VALUE_TYPES: dict[type, str] = {bool: "BOOLEAN", int: "INTEGER", float: "FLOAT", str: "STRING", bytes: "BYTES"}
@@ -127,16 +127,16 @@ class WarehouseDriver:
         return sample_tables(tables, self.config.sample_values, self.dialect, run)
 
     def execute(self, sql: str, *, limit: int, timeout_s: float,
-                bytes_shown: int = DEFAULT_BYTES_SHOWN) -> QueryResult:
+                shown: Shown = DEFAULT_SHOWN) -> QueryResult:
         started = time.perf_counter()
         if self.runner is None:
             fetched = self.session().fetch(sql, limit=limit, timeout_s=timeout_s)
             return query_result(fetched.columns, fetched.rows, limit, started,
-                                converters=fetched.converters or None, bytes_shown=bytes_shown)
+                                converters=fetched.converters or None, shown=shown)
         records = self.runner(sql)[: limit + 1]
         names = list(records[0]) if records else []
         rows = [[record.get(name) for name in names] for record in records]
         columns = [{"name": name, "type": next((_VALUE_TYPES.get(type(row[i]), type(row[i]).__name__.upper())
                                                 for row in rows if row[i] is not None), "NULL")}
                    for i, name in enumerate(names)]
-        return query_result(columns, rows, limit, started, bytes_shown=bytes_shown)
+        return query_result(columns, rows, limit, started, shown=shown)

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from khive import sink
 from khive.connections.config import DriverName
-from khive.connections.readonly import TIMEOUT_DOC, run_read_only
+from khive.connections.readonly import MAX_BYTES_DOC, MAX_RESULT_BYTES, TIMEOUT_DOC, result_shown, run_read_only
 from khive.connections.sqlgate import check_sql
 from khive.context import Context
 from khive.verbs import Params, Verb
@@ -22,6 +22,7 @@ class ExecuteParams(Params):
     sql: str = Field(min_length=1)
     limit: int = Field(default=100, ge=1, le=100_000)
     timeout_s: float | None = Field(default=None, gt=0, le=3600, description=TIMEOUT_DOC)
+    max_bytes: int | None = Field(default=None, ge=1024, le=MAX_RESULT_BYTES, description=MAX_BYTES_DOC)
     save_to: str | None = Field(default=None, description=sink.SAVE_TO_DOC)
 
 
@@ -29,7 +30,8 @@ async def execute(params: ExecuteParams, ctx: Context) -> dict[str, Any]:
     """Run one read-only statement (SELECT / WITH / VALUES / EXPLAIN); rows limited, values as docs/values.md says."""
     # async: the database wait is awaited (run_read_only parses and runs in worker threads; ADR 0027)
     ran = await run_read_only(ctx.runtime, params.connection, params.sql, limit=params.limit,
-                              timeout_s=params.timeout_s, wire=ctx.on_wire)
+                              timeout_s=params.timeout_s, shown=result_shown(params.max_bytes, bool(params.save_to)),
+                              wire=ctx.on_wire)
     result, wrapped, decision = ran.result, ran.sql, ran.decision
     answer = {"connectionId": params.connection, "columns": result.columns, "rows": result.rows,
               "rowCount": result.row_count, "truncated": result.truncated, "elapsedMs": result.elapsed_ms,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from khive import sink
-from khive.connections.readonly import TIMEOUT_DOC, run_read_only
+from khive.connections.readonly import MAX_BYTES_DOC, MAX_RESULT_BYTES, TIMEOUT_DOC, result_shown, run_read_only
 from khive.context import Context
 from khive.errors import NotFound
 from khive.verbs import Params, Verb
@@ -111,6 +111,7 @@ def sl_compile(params: CompileParams, ctx: Context) -> dict[str, Any]:
 class QueryParams(CompileParams):
     max_rows: int = Field(default=1000, ge=1, le=100_000, description="rows returned; more are flagged truncated")
     timeout_s: float | None = Field(default=None, gt=0, le=3600, description=TIMEOUT_DOC)
+    max_bytes: int | None = Field(default=None, ge=1024, le=MAX_RESULT_BYTES, description=MAX_BYTES_DOC)
     save_to: str | None = Field(default=None, description=sink.SAVE_TO_DOC)
 
 
@@ -118,7 +119,8 @@ async def sl_query(params: QueryParams, ctx: Context) -> dict[str, Any]:
     """Compile measures by dimensions and run the SQL read-only; returns columns, rows, truncated and the SQL."""
     compiled, problems, _ = await ctx.run_blocking(_compile, params, ctx)
     ran = await run_read_only(ctx.runtime, params.connection, compiled.sql, limit=params.max_rows,
-                              timeout_s=params.timeout_s, wire=ctx.on_wire)
+                              timeout_s=params.timeout_s, shown=result_shown(params.max_bytes, bool(params.save_to)),
+                              wire=ctx.on_wire)
     result, shaped = ran.result, _shaped(params, compiled, problems)
     shaped["notes"] += [note for note in (ran.timeout.note, *result.notes) if note]
     answer = {**shaped, "columns": result.columns, "rows": result.rows, "rowCount": result.row_count,

@@ -1,0 +1,161 @@
+"""What a result may hold (ADR 0053): long text cut, rows only while their JSON fits ``max_bytes``, and on
+PostgreSQL a statement whose rows outgrow that is cancelled instead of read whole into the shared daemon."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import duckdb
+import mcp_types as types
+import orjson
+import psycopg
+import pytest
+from mcp import Client
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from khive.bootstrap import open_runtime
+from khive.mcp_server import TOOL_NAME, build_server
+from khive.scaffold import init_project
+from khive.values import CUT, DEFAULT_SHOWN
+
+
+def _project(root: Path, driver: str, where: str) -> Path:
+    init_project(root, "ann")
+    config = root / "khive.yaml"
+    config.write_text(config.read_text().replace(
+        "connections: {}\n", f"connections:\n  wh:\n    driver: {driver}\n    {where}\n"))
+    return root
+
+
+def _execute(root: Path, env: dict[str, str], query: str, **args: Any) -> dict[str, Any]:
+    """``sql.execute`` over MCP, as an agent sends it; the op's result (or error) entry."""
+    extra = "".join(f", {key}={orjson.dumps(value).decode()}" for key, value in args.items())
+    ops = f"sql.execute(connection=\"wh\", sql={orjson.dumps(query).decode()}{extra})"
+
+    async def run() -> dict[str, Any]:
+        runtime = open_runtime(root, env)
+        try:
+            async with Client(build_server(runtime), client_info=types.Implementation(name="t", version="0")) as c:
+                answer = await c.call_tool(TOOL_NAME, {"ops": ops, "presentation": "verbose"})
+        finally:
+            await runtime.aclose()
+        assert answer.structured_content is not None
+        (result,) = answer.structured_content["results"]
+        return dict(result)
+
+    return anyio.run(run)
+
+
+def _ok(result: dict[str, Any]) -> dict[str, Any]:
+    assert result["ok"], result
+    return dict(result["result"])
+
+
+# --- any driver: DuckDB, embedded --------------------------------------------------------------------------
+
+@pytest.fixture
+def duck(tmp_path: Path) -> Path:
+    root = _project(tmp_path / "p", "duckdb", "path: wh.duckdb")
+    duckdb.connect(str(root / "wh.duckdb")).close()  # an empty warehouse: the statements make their own rows
+    return root
+
+
+def test_a_long_text_value_is_cut_and_the_note_gives_its_length(duck: Path) -> None:
+    length = DEFAULT_SHOWN.text_chars * 3
+    answer = _ok(_execute(duck, {}, f"SELECT repeat('é', {length}) AS body, 'short' AS tag"))
+    (body, tag), = answer["rows"]
+    assert body == "é" * DEFAULT_SHOWN.text_chars + CUT and tag == "short"
+    assert not answer["truncated"]  # every row is there; only a value was cut
+    (note,) = answer["notes"]
+    assert "'body'" in note and f"{length}" in note and "left(" in note
+
+
+def test_rows_past_max_bytes_are_left_out_and_the_result_says_so(duck: Path) -> None:
+    answer = _ok(_execute(duck, {}, "SELECT i, repeat('x', 1000) AS pad FROM range(200) t(i)", limit=200,
+                          max_bytes=20_000))
+    shown = len(answer["rows"])
+    assert 0 < shown < 200 and answer["truncated"] and answer["rowCount"] == shown
+    assert [row[0] for row in answer["rows"]] == list(range(shown))  # the first rows, in order
+    assert len(orjson.dumps(answer["rows"])) <= 20_000
+    assert any(f"the first {shown}" in note and "max_bytes" in note for note in answer["notes"])
+    everything = _ok(_execute(duck, {}, "SELECT i, repeat('x', 1000) AS pad FROM range(200) t(i)", limit=200))
+    assert everything["rowCount"] == 200 and not everything["truncated"]  # the default cap holds them all
+
+
+def test_cut_notes_count_only_the_rows_shown(duck: Path) -> None:
+    long = DEFAULT_SHOWN.text_chars + 10
+    answer = _ok(_execute(duck, {}, f"SELECT repeat('y', {long}) AS body FROM range(10)",
+                          max_bytes=3 * (DEFAULT_SHOWN.text_chars + 20)))
+    shown = len(answer["rows"])
+    assert 0 < shown < 10
+    cut_note = next(note for note in answer["notes"] if "text value(s)" in note)
+    assert cut_note.startswith(f"column 'body': {shown} text value(s)")
+
+
+def test_max_bytes_is_checked(duck: Path) -> None:
+    result = _execute(duck, {}, "SELECT 1", max_bytes=10)
+    assert result["error"]["code"] == "invalid_args"
+    assert "max_bytes" in result["error"]["message"]
+
+
+# --- PostgreSQL: read a row at a time, cancel what outgrows the result -------------------------------------
+
+SETUP = """
+CREATE TYPE mood AS ENUM ('calm', 'loud');
+CREATE TABLE docs (id int PRIMARY KEY, feeling mood NOT NULL, body text NOT NULL);
+INSERT INTO docs SELECT i, 'loud', repeat(chr(97 + i % 26), 3000000) FROM generate_series(1, 12) AS i;
+"""
+
+
+@pytest.fixture
+def warehouse(pg_database: str) -> Iterator[str]:
+    agent = f"agent_{uuid.uuid4().hex[:6]}"
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        conn.execute(SETUP)
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(agent)))
+        conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}").format(sql.Identifier(agent)))
+    yield make_conninfo(pg_database, user=agent)
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(agent)))
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(agent)))
+
+
+@pytest.mark.postgres
+def test_postgres_stops_reading_rows_that_outgrow_the_result(tmp_path: Path, warehouse: str) -> None:
+    root = _project(tmp_path / "p", "postgres", "url: env:WH_URL")
+    env = {"WH_URL": warehouse}
+    # 12 rows of 3 MB: reading stops once 8 MiB (8 x the 1 MiB cap) were read; the enum's type is looked up
+    # after the cancelled statement, on the same session
+    answer = _ok(_execute(root, env, "SELECT id, feeling, body FROM docs ORDER BY id", limit=50))
+    assert answer["truncated"]
+    assert 1 <= answer["rowCount"] <= 3
+    assert [column["type"] for column in answer["columns"]] == ["int4", "mood", "text"]
+    first = answer["rows"][0]
+    assert first[:2] == [1, "loud"] and first[2] == "b" * DEFAULT_SHOWN.text_chars + CUT
+    assert any("reading stopped" in note for note in answer["notes"])
+    # the session is clean for the next statement on the same pooled connection
+    again = _ok(_execute(root, env, "SELECT count(*) AS n, min(feeling) AS f FROM docs"))
+    assert again["rows"] == [[12, "loud"]] and not again["truncated"]
+
+
+@pytest.mark.postgres
+def test_postgres_keeps_the_columns_of_a_result_without_rows(tmp_path: Path, warehouse: str) -> None:
+    root = _project(tmp_path / "p", "postgres", "url: env:WH_URL")
+    answer = _ok(_execute(root, {"WH_URL": warehouse},
+                          "SELECT id, feeling FROM docs WHERE id < 0 -- a trailing comment"))
+    assert answer["rows"] == [] and not answer["truncated"]
+    assert answer["columns"] == [{"name": "id", "type": "int4"}, {"name": "feeling", "type": "mood"}]
+
+
+@pytest.mark.postgres
+def test_postgres_limit_and_cut_together(tmp_path: Path, warehouse: str) -> None:
+    root = _project(tmp_path / "p", "postgres", "url: env:WH_URL")
+    answer = _ok(_execute(root, {"WH_URL": warehouse}, "SELECT id, left(body, 10) AS head FROM docs ORDER BY id",
+                          limit=5))
+    assert [row[0] for row in answer["rows"]] == [1, 2, 3, 4, 5] and answer["truncated"]
+    assert answer["notes"] == []
