@@ -26,8 +26,10 @@ from khive.connections.types import (
     SCAN_SQL_MARK,
     TEXT_LIKE,
     build_column,
+    in_chunks,
     query_result,
     quote,
+    read_rows,
     sample_tables,
     schema_selected,
 )
@@ -197,11 +199,11 @@ class DuckDbDriver(HoldsConnection[duckdb.DuckDBPyConnection]):
                 columns = [{"name": str(name), "type": str(kind)}
                            for name, kind in zip(relation.columns, relation.types, strict=True)]
                 projection = project(sql, relation.types)
-                rows = conn.execute(projection.sql).fetchmany(limit + 1)
+                read = read_rows(in_chunks(conn.execute(projection.sql).fetchmany), limit, shown)
             except duckdb.Error as exc:
                 raise self._error(exc, timeout_s, fired.is_set()) from None
-        return query_result(columns, rows, limit, started, converters=projection.converters,
-                            shown=shown)
+        return query_result(columns, read.rows, limit, started, converters=projection.converters,
+                            shown=shown, unread=read.unread)
 
 
 def _unpivot_sample_sql(source: str, columns: Sequence[Column], policy: SamplePolicy) -> str:

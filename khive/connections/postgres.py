@@ -18,10 +18,8 @@ from __future__ import annotations
 import time
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import closing
-from dataclasses import dataclass
 from typing import Any, cast
 
-import orjson
 import psycopg
 from psycopg import capabilities
 from psycopg import errors as pg_errors
@@ -43,10 +41,12 @@ from khive.connections.driver import HoldsConnection, QueryResult, connection_ur
 from khive.connections.pg_session import SessionFacts, inspect_and_pin
 from khive.connections.pgvalues import SESSION_OPTIONS, TYPES_SQL, PgType, array_converter, register_loaders
 from khive.connections.types import (
+    ReadRows,
     build_column,
     normalize_type,
     query_result,
     quote,
+    read_rows,
     sample_percent,
     sample_sql,
     sample_tables,
@@ -373,8 +373,7 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
             with conn.cursor() as cursor:
                 cursor.execute(f"SET LOCAL statement_timeout = {_ms(timeout_s)}")
                 read = _stream_rows(cursor, sql, limit, shown)  # extended protocol: exactly one statement
-                description = cursor.description or ([] if read.rows or read.no_result_set
-                                                     else _columns_of(conn, sql))
+                description = cursor.description or ([] if read is None or read.rows else _columns_of(conn, sql))
             if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
                 conn.rollback()  # reading stopped early cancelled the statement; the type lookup needs a transaction
             types = self._result_types(conn, [int(item.type_code) for item in description])
@@ -387,45 +386,26 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
         finally:
             if not conn.closed:
                 conn.rollback()
-        return query_result(columns, read.rows, limit, started, converters=converters, shown=shown,
-                            unread=read.unread)
-
-
-@dataclass(frozen=True)
-class _Read:
-    rows: list[Any]
-    unread: bool  # reading stopped before the end: the rows' text outgrew what the result could show
-    no_result_set: bool = False  # a command (SET, ...): it ran and returned no rows, not even empty ones
+        return query_result(columns, read.rows if read else [], limit, started, converters=converters, shown=shown,
+                            unread=bool(read and read.unread))
 
 
 _ROW_BY_ROW = 1000  # up to this limit rows are read one at a time; above it (exports) in chunks, 5 us a row faster
 _STREAM_CHUNK = 64
-_HELD_PER_RESULT_BYTE = 8  # text read per byte of JSON shown, at most: far above any encoding's growth
 
 
-def _stream_rows(cursor: psycopg.Cursor[Any], sql: str, limit: int, shown: Shown) -> _Read:
-    """At most limit + 1 rows, read one at a time (libpq's single-row mode; chunks of 64 for exports of more
-    than 1,000 rows) so that the driver never holds much more than the result can show (ADR 0053): a statement
-    whose rows are gigabytes of text is cancelled once they outgrow it. ``query_result`` then cuts the values
-    and the rows exactly."""
-    rows: list[Any] = []
-    held = 0
-    ceiling = shown.result_bytes * _HELD_PER_RESULT_BYTE
+def _stream_rows(cursor: psycopg.Cursor[Any], sql: str, limit: int, shown: Shown) -> ReadRows | None:
+    """The rows read one at a time (libpq's single-row mode; chunks of 64 for exports of more than 1,000 rows),
+    so that reading can stop (``read_rows``); leaving the stream early cancels the statement. None for a
+    command that ran without a result set (SET, ...)."""
     chunk = _STREAM_CHUNK if limit > _ROW_BY_ROW and capabilities.has_stream_chunked() else 1  # chunks: libpq 17
     with closing(cast(Generator[Any, None, None], cursor.stream(sql, size=chunk))) as stream:
         try:
-            for row in stream:
-                rows.append(row)
-                if len(rows) > limit:
-                    break
-                held += sum(_held(value, shown.binary_bytes) for value in row)
-                if held > ceiling:
-                    return _Read(rows, unread=True)
+            return read_rows(stream, limit, shown)
         except psycopg.ProgrammingError as exc:
             if exc.sqlstate is not None:  # the server's error (permission denied, ...), not psycopg's
                 raise
-            return _Read([], unread=False, no_result_set=True)  # stream()'s word for a command without rows
-    return _Read(rows, unread=False)
+            return None  # stream()'s word for a command without rows
 
 
 def _columns_of(conn: psycopg.Connection[Any], sql: str) -> list[Any]:
@@ -439,17 +419,3 @@ def _columns_of(conn: psycopg.Connection[Any], sql: str) -> list[Any]:
     except psycopg.Error:
         conn.rollback()
         return []
-
-
-def _held(value: Any, binary_bytes: int) -> int:
-    """About what a loaded value weighs once shown: text its length, bytes at most their cut, JSON its text."""
-    kind = type(value)
-    if kind is str:
-        return len(value)
-    if kind is int or kind is float or value is None:
-        return 8
-    if isinstance(value, bytes | bytearray | memoryview):
-        return min(len(value), binary_bytes)
-    if isinstance(value, dict | list | tuple):
-        return len(orjson.dumps(value, default=str))
-    return 16

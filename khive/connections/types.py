@@ -15,7 +15,8 @@ from __future__ import annotations
 import fnmatch
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -383,6 +384,52 @@ def sample_tables(tables: Sequence[Table], policy: SamplePolicy, dialect: str, r
 
 
 # ---- query results -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReadRows:
+    rows: list[Any]
+    unread: bool  # reading stopped before the end: the values read outgrew what the result can show
+
+
+HELD_PER_RESULT_BYTE = 8  # what a driver may read per byte of JSON shown: far above any encoding's growth
+
+
+def read_rows(rows: Iterable[Sequence[Any]], limit: int, shown: Shown) -> ReadRows:
+    """At most limit + 1 of ``rows`` (a driver's lazy rows), stopping once the values read weigh
+    ``HELD_PER_RESULT_BYTE`` times what the result can show (ADR 0053): a driver never holds gigabytes of text
+    for an answer that shows a megabyte. ``query_result`` then cuts the values and the rows exactly."""
+    kept: list[Any] = []
+    held = 0
+    ceiling = shown.result_bytes * HELD_PER_RESULT_BYTE
+    for row in rows:
+        kept.append(row)
+        if len(kept) > limit:
+            break
+        held += sum(_held(value, shown.binary_bytes) for value in row)
+        if held > ceiling:
+            return ReadRows(kept, unread=True)
+    return ReadRows(kept, unread=False)
+
+
+def in_chunks(fetchmany: Callable[[int], list[Any]], size: int = 64) -> Iterator[Any]:
+    """A result's rows, fetched ``size`` at a time."""
+    while batch := fetchmany(size):
+        yield from batch
+
+
+def _held(value: Any, binary_bytes: int) -> int:
+    """About what a loaded value weighs once shown: text its length, bytes at most their cut, JSON its text."""
+    kind = type(value)
+    if kind is str:
+        return len(value)
+    if kind is int or kind is float or value is None:
+        return 8
+    if isinstance(value, bytes | bytearray | memoryview):
+        return min(len(value), binary_bytes)
+    if isinstance(value, dict | list | tuple):
+        return len(str(value))  # nested values may hold what orjson refuses (integers past 64 bits)
+    return 16
 
 
 def query_result(columns: list[dict[str, str]], rows: Sequence[Sequence[Any]], limit: int, started: float,

@@ -97,6 +97,13 @@ def test_cut_notes_count_only_the_rows_shown(duck: Path) -> None:
     assert cut_note.startswith(f"column 'body': {shown} text value(s)")
 
 
+def test_duckdb_stops_reading_rows_that_outgrow_the_result(duck: Path) -> None:
+    # 40 rows of 1 MB: reading stops past 8 MiB read, long before the 40th row is fetched
+    answer = _ok(_execute(duck, {}, "SELECT i, repeat('z', 1000000) AS body FROM range(40) t(i)", limit=40))
+    assert answer["truncated"] and 1 <= answer["rowCount"] <= 9
+    assert any("reading stopped" in note for note in answer["notes"])
+
+
 def test_max_bytes_is_checked(duck: Path) -> None:
     result = _execute(duck, {}, "SELECT 1", max_bytes=10)
     assert result["error"]["code"] == "invalid_args"
