@@ -144,6 +144,8 @@ class _Writer:
         if self.column + len(lead) + len(text) <= WIDTH:  # on this line whole: nothing to fold
             self.write(lead + text)
         elif style == "":
+            if "  " in value:  # folded, ruamel would lose the run: yamldoc's emitter quotes it, ruamel writes it
+                raise _Unsupported
             self.plain(value, indent)
         else:
             self.single_quoted(value, indent)
@@ -173,21 +175,16 @@ class _Writer:
         would cross the width starts a line of its own (after the space before it, as ruamel does)."""
         if not self.whitespace:
             self.write(" ")
-        spaces = 0  # the run of spaces just written
-        for run in _RUNS.findall(text):
+        for run in _RUNS.findall(text):  # single spaces only (``scalar``)
             if run[0] == " ":
-                if len(run) == 1 and self.column >= WIDTH:
+                if self.column >= WIDTH:
                     self.newline(indent)
                 else:
                     self.write(run)
-                    spaces = len(run)
                 continue
             if len(run) + self.column > WIDTH and self.column > indent:
-                if spaces > 1:  # ruamel breaks after the run, which then reads back as one space
-                    raise _Unsupported
                 self.newline(indent)
             self.write(run)
-            spaces = 0
 
     def single_quoted(self, text: str, indent: int) -> None:
         """``Emitter.write_single_quoted``: a single space between words past the width breaks the line;

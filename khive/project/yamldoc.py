@@ -25,6 +25,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.composer import Composer
+from ruamel.yaml.emitter import RoundTripEmitter
 from ruamel.yaml.error import MarkedYAMLError
 from ruamel.yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent
 
@@ -106,12 +107,33 @@ class _BoundedComposer(Composer):
         return size
 
 
+class _SpacesKeptEmitter(RoundTripEmitter):
+    """ruamel folds a plain scalar after a run of spaces when the next word would cross the width, and read back
+    the run is one space ("two  spaces" -> "two spaces"): a description or sample value that changes on its
+    way through a file. A plain scalar with such a run that does not fit on its line is quoted instead: quoted
+    scalars fold at single spaces only. Every other scalar is written as ruamel writes it."""
+
+    def choose_scalar_style(self) -> Any:
+        style = super().choose_scalar_style()
+        text = self.event.value
+        if style != "" or "  " not in text or self.simple_key_context:
+            return style
+        if self.column + (0 if self.whitespace else 1) + len(text) <= self.best_width:
+            return style  # on its line whole: nothing is folded
+        if "'" not in text and self.analysis.allow_single_quoted:
+            return "'"
+        return '"'
+
+
 class _BoundedYAML(YAML):
-    """A ruamel YAML whose loads refuse documents over the current limits (see the module docstring)."""
+    """A ruamel YAML whose loads refuse documents over the current limits (see the module docstring), and whose
+    round-trip dumps keep runs of spaces (``_SpacesKeptEmitter``)."""
 
     def __init__(self, *, typ: str) -> None:
         super().__init__(typ=typ, pure=True)  # pure: the C parser would compose without our checks
         self.Composer = _BoundedComposer
+        if typ == "rt":
+            self.Emitter = _SpacesKeptEmitter
 
     def load(self, stream: Any) -> Any:
         return super().load(_checked_text(stream))
@@ -173,7 +195,7 @@ def semantic_layer_yaml() -> YAML:
 
 def dump_frontmatter(data: Mapping[str, Any]) -> str:
     """A wiki page's frontmatter block (between the ``---`` fences): block style, ruamel's defaults."""
-    yaml = YAML(typ="rt")
+    yaml = round_trip_yaml()
     yaml.default_flow_style = False
     stream = io.StringIO()
     yaml.dump(data, stream)

@@ -18,6 +18,7 @@ import pytest
 from sl_shop import configure, run_ops
 
 from khive.project import blockyaml
+from khive.project.yamldoc import round_trip_yaml
 from packs.sl import store
 
 LONG = ("One row per shipment leg of an order, from the warehouse dock to the carrier's hub, "
@@ -29,8 +30,10 @@ COMMENTS = {
     "x 1": " leading space",
     "ünïcode": "Ünïcode 日本語 — dash: colon",
 }
+SPACED = "net  of  tax  and  discounts  " * 8 + "end"  # folded anywhere, a fold lands on a run of spaces
 COLUMN_COMMENTS = ["123", "on", "it's: quoted", "'single'", '"double"', "multi\nline comment", "a  b  " * 30,
-                   "tab\tinside", "#hash", "- dash", LONG + " " + LONG, "~", "1e3", "true"]
+                   "tab\tinside", "#hash", "- dash", LONG + " " + LONG, "~", "1e3", "true", SPACED,
+                   SPACED.replace("net", "it's")]
 
 
 def _warehouse(path: Path) -> None:
@@ -72,6 +75,28 @@ def test_fast_and_ruamel_writers_leave_the_same_files(tmp_path: Path, monkeypatc
     assert written == {p.name: p.read_bytes() for p in (tmp_path / "ruamel" / "semantic-layer" / "wh").glob("*.yaml")}
     (listed,) = run_ops(root, {}, 'sl.list(connection="wh")')
     assert listed["count"] == len(COMMENTS) + 1 and listed["errors"] == {}
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, Mapping):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return [value] if isinstance(value, str) else []
+
+
+def test_runs_of_spaces_survive_the_files(tmp_path: Path) -> None:
+    """ruamel folds a long plain scalar after a run of spaces, which then reads back as one space: such text is
+    quoted instead, in the shards and in the sources, so a comment reads back as the database holds it."""
+    root = tmp_path / "proj"
+    configure(root, "  wh:\n    driver: duckdb\n    path: wh.duckdb\n")
+    _warehouse(root / "wh.duckdb")
+    run_ops(root, {}, 'scan.run(connection="wh")', 'sl.bootstrap(connection="wh")')
+    for folder in ("_schema/wh", "semantic-layer/wh"):
+        (written,) = [path for path in (root / folder).glob("*.yaml") if "notes" in path.read_text()
+                      and "discounts" in path.read_text()]
+        texts = " | ".join(_strings(round_trip_yaml().load(written.read_text())))
+        assert SPACED in texts and SPACED.replace("net", "it's") in texts, folder
 
 
 def test_the_index_holds_what_a_rebuild_reads(tmp_path: Path) -> None:
