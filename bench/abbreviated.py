@@ -3,7 +3,7 @@
 Written from general knowledge of naming habits in hand-made schemas (not from khive's own morphology, so the
 benchmark is not shaped by what khive already handles). Every identifier is split into its words (``_``,
 camelCase humps, digits) and rewritten in ONE style picked by a seeded hash of its place
-(``schema.table.column``), so the result is deterministic and mixed, as real schemas are:
+(``schema.column``, ``schema.table``), so the result is deterministic and mixed, as real schemas are:
 
 * ``keep``: left as it is;
 * ``short``: common short forms, snake case (``customer_id`` -> ``cust_id``, ``quantity`` -> ``qty``);
@@ -16,7 +16,8 @@ camelCase humps, digits) and rewritten in ONE style picked by a seeded hash of i
 
 Some table names (a hashed share) are rewritten too, with the styles that make sense for a table. Keys,
 types and table membership are unchanged; a rewrite that would collide with a name already in the table (or
-schema) falls back to the original name.
+schema) falls back to the original name. A column name is spelled one way throughout its schema, and a
+partition keeps its parent's (new) name with its own suffix.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ SHORT = {
     "last": "lst", "score": "scr", "test": "tst", "school": "sch", "teacher": "tchr",
 }
 _VOWELS = set("aeiou")
+_COPY = re.compile(r"_?(p?\d[\w]*)\Z")  # a partition's suffix: ``_p2007_01``, ``_2022_12``, ``p202212``
 _HUMP = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
@@ -124,14 +126,25 @@ def _unique(name: str, original: str, taken: set[str]) -> str:
     return chosen
 
 
-def table_names(schema: str, tables: list[str]) -> dict[str, str]:
-    """old -> new table name within one schema (about ``TABLE_SHARE`` percent renamed)."""
+def _parent(table: str, tables: dict[str, list[str]]) -> str | None:
+    """The table a partition or copy was made from (``payment_p2007_01`` of ``payment``, same columns)."""
+    match = _COPY.search(table)
+    parent = table[: match.start()] if match else None
+    return parent if parent in tables and tables[parent] == tables[table] else None
+
+
+def table_names(schema: str, tables: dict[str, list[str]]) -> dict[str, str]:
+    """old -> new table name within one schema (about ``TABLE_SHARE`` percent renamed); a partition keeps its
+    suffix after its parent's new name, as partitions are named after their parent."""
     out: dict[str, str] = {}
     taken = {t.lower() for t in tables}
-    for table in sorted(tables):
+    parents = {t: p for t in tables if (p := _parent(t, tables))}
+    for table in sorted(tables, key=lambda t: (t in parents, t)):
         key = _hash(schema, table)
         new = table
-        if key % 100 < TABLE_SHARE:
+        if table in parents:
+            new = out[parents[table]] + table[len(parents[table]):]
+        elif key % 100 < TABLE_SHARE:
             new = rewrite(table, _pick(TABLE_STYLES, key >> 8), key >> 16)
         if new.lower() != table.lower():
             taken.discard(table.lower())
@@ -140,11 +153,14 @@ def table_names(schema: str, tables: list[str]) -> dict[str, str]:
     return out
 
 
-def column_names(schema: str, table: str, columns: list[str]) -> dict[str, str]:
+def column_names(schema: str, columns: list[str]) -> dict[str, str]:
+    """old -> new column name within one table. The style is hashed from the schema and the column's name, not
+    its table: a schema spells ``customer_id`` one way wherever it occurs (keys share their names, partitions
+    their parent's columns), while different columns of a table get different styles."""
     out: dict[str, str] = {}
     taken: set[str] = set()
     for column in columns:
-        key = _hash(schema, table, column)
+        key = _hash(schema, column)
         out[column] = _unique(rewrite(column, _pick(COLUMN_STYLES, key), key >> 8), column, taken)
     return out
 
@@ -156,9 +172,9 @@ def abbreviate(cat: dict[str, dict[str, dict[str, Any]]]) -> tuple[dict[str, dic
     """The catalog with every identifier rewritten (keys follow their columns, comments dropped), and the renames."""
     renames: Renames = {}
     for schema, tables in cat.items():
-        names = table_names(schema, list(tables))
-        renames[schema] = {t: (names[t], column_names(schema, t, [c["name"] for c in e["columns"]]))
-                           for t, e in tables.items()}
+        columns = {t: [c["name"] for c in e["columns"]] for t, e in tables.items()}
+        names = table_names(schema, columns)
+        renames[schema] = {t: (names[t], column_names(schema, columns[t])) for t in tables}
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for schema, tables in cat.items():
         out[schema] = {}
