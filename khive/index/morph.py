@@ -69,6 +69,8 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "sem": ("semester",), "elev": ("elevation",), "alt": ("altitude",), "precip": ("precipitation",),
     "km": ("kilometer",), "kg": ("kilogram",), "lbs": ("pounds",), "sal": ("salary",), "pwd": ("password",),
     "crs": ("course",),
+    # two letters that data naming uses for one of few words (``StNm``, ``zip_cd``, ``cust_ph``)
+    "nm": ("name",), "cd": ("code",), "ph": ("phone",), "st": ("state", "street"),
 }
 # Words people use for the same thing; a question's word also reaches the others (weaker than itself).
 SYNONYMS: tuple[tuple[str, ...], ...] = (

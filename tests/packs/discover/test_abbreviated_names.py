@@ -1,6 +1,7 @@
-"""discover.search over abbreviated identifiers: short runs of two known pieces (``isopen``, ``custid``) and tables
-named by a cut of the word (``cou``), through the dispatcher on a generated DuckDB pool (issue #17, ADR 0031
-sixth session). Each rule is also taken out, to show the question fails without it."""
+"""discover.search over abbreviated identifiers: short runs of two known pieces (``isopen``, ``custid``),
+two-letter short forms (``Ph``, ``Nm``) and tables named by a cut of the word (``cou``), through the dispatcher
+on a generated DuckDB pool (issue #17, ADR 0031 sixth session). Each rule is also taken out, to show the
+question fails without it."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ CREATE SCHEMA shop;
 CREATE TABLE shop.branch (branch_id INTEGER PRIMARY KEY, isopen BOOLEAN, city VARCHAR);
 CREATE TABLE shop.ledger (entry_id INTEGER PRIMARY KEY, custid INTEGER, amt DECIMAL);
 CREATE TABLE shop.depot (depot_id INTEGER PRIMARY KEY, capacity INTEGER, city VARCHAR);
+CREATE TABLE shop.courier (courier_id INTEGER PRIMARY KEY, CourierNm VARCHAR, Ph VARCHAR);
 CREATE SCHEMA uni;
 CREATE TABLE uni.cou (cou_id INTEGER PRIMARY KEY, title VARCHAR, credits INTEGER);
 CREATE TABLE uni.course_offering (offering_id INTEGER PRIMARY KEY, cou_id INTEGER REFERENCES uni.cou (cou_id),
@@ -67,6 +69,12 @@ async def test_a_word_of_its_own_is_never_split_in_two() -> None:
     # ``coupon`` could be co + upon, ``userid`` use + rid: a word stays whole, and abbreviations win the cut
     assert morph.segment("coupon") == ("coupon",)
     assert morph.segment("userid") == ("user", "id")
+
+
+async def test_two_letter_short_forms_of_data_naming_meet_their_words(call: Call) -> None:
+    # ``Ph`` is phone and ``Nm`` name in a hand-made schema; no rule could read two letters as a cut of a word
+    assert (await search(call, "phone", "column"))[:1] == ["shop.courier.Ph"]
+    assert (await search(call, "courier name", "column"))[:1] == ["shop.courier.CourierNm"]
 
 
 async def test_a_table_named_by_a_cut_of_the_word_leads_for_that_word(call: Call) -> None:
