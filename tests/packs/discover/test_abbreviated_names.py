@@ -1,7 +1,7 @@
 """discover.search over abbreviated identifiers: short runs of two known pieces (``isopen``, ``custid``),
 two-letter short forms (``Ph``, ``Nm``) and tables named by a cut of the word (``cou``), through the dispatcher
-on a generated DuckDB pool (issue #17, ADR 0031 sixth session). Each rule is also taken out, to show the
-question fails without it."""
+on a generated DuckDB pool (issue #17, ADR 0031 sixth session). The split and the weight are also taken out,
+to show their question fails without them."""
 
 from __future__ import annotations
 
