@@ -1,12 +1,14 @@
 """The pooled dev warehouse of ``bench/retrieval.py``: every sample schema of ../shared/data in one DuckDB file.
 
-    .venv/bin/python bench/devwarehouse.py            # builds (or reuses) both files, prints their paths
+    .venv/bin/python bench/devwarehouse.py            # builds the three files, prints their paths
 
 One schema per database (chinook, northwind, sakila, pagila, adventureworks, tpch, tpcds, the seven defog
 databases, the MetricFlow tutorial seeds as ``mf_tutorial``, the jaffle_shop seeds as ``jaffle_shop``),
-primary and foreign keys declared, no rows. Two variants: ``pooled-dev.duckdb`` has no comments,
+primary and foreign keys declared, no rows. Three variants: ``pooled-dev.duckdb`` has no comments,
 ``pooled-dev-comments.duckdb`` has every comment the sources carry (AdventureWorks' ``COMMENT ON``, defog's
-column descriptions, the dbt docs of the seeds' columns).
+column descriptions, the dbt docs of the seeds' columns), and ``pooled-dev-abbrev.duckdb`` has no comments and
+its identifiers abbreviated the ways real warehouses abbreviate them (``bench/abbreviated.py``: column names and
+some table names, one seeded style each; keys, types and table membership unchanged).
 
 How each source becomes a catalog (nothing is copied into the repository; everything is read in place):
 
@@ -36,6 +38,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import abbreviated  # bench/ is on the path: this file's folder when run, put there by bench/retrieval.py
 import duckdb
 from ruamel.yaml import YAML
 
@@ -426,13 +429,23 @@ def build(target: Path, cat: Catalog, *, comments: bool) -> dict[str, int]:
     return counts
 
 
+VARIANTS = {"plain": "pooled-dev.duckdb", "comments": "pooled-dev-comments.duckdb",
+            "abbrev": "pooled-dev-abbrev.duckdb"}
+
+
+def abbrev_tables(rebuild: bool = False) -> dict[str, str]:
+    """``schema.table`` of the plain variant -> its name in the abbreviated one (lower case, as gold is)."""
+    return abbreviated.table_map(abbreviated.abbreviate(catalog(rebuild))[1])
+
+
 def warehouses(rebuild: bool = False) -> dict[str, tuple[Path, dict[str, int]]]:
-    """Both variants, built from the (cached) catalog: variant -> (path, counts)."""
+    """The three variants, built from the (cached) catalog: variant -> (path, counts)."""
     cat = catalog(rebuild)
+    sources = {"plain": cat, "comments": cat, "abbrev": abbreviated.abbreviate(cat)[0]}
     out = {}
-    for variant, comments in (("plain", False), ("comments", True)):
-        path = CACHE / ("pooled-dev.duckdb" if not comments else "pooled-dev-comments.duckdb")
-        out[variant] = (path, build(path, cat, comments=comments))
+    for variant, name in VARIANTS.items():
+        path = CACHE / name
+        out[variant] = (path, build(path, sources[variant], comments=variant == "comments"))
     return out
 
 

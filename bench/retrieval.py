@@ -1,12 +1,13 @@
 """Retrieval quality of ``discover.search``: the pooled dev warehouse and defog, beside plain FTS5 BM25.
 
-    .venv/bin/python bench/retrieval.py                  # prints ONE JSON line (both parts, both variants)
+    .venv/bin/python bench/retrieval.py                  # prints ONE JSON line (both parts, every variant)
     .venv/bin/python bench/retrieval.py --tuning-only --misses   # while tuning: no held-out figures at all
     .venv/bin/python bench/retrieval.py --skip-defog     # only the pooled dev warehouse
     .venv/bin/python bench/retrieval.py --skip-defog --dump rankings.json   # every question's ranking, by part
 
 **Pooled dev** (``bench/devwarehouse.py``): every sample schema of ../shared/data in one DuckDB file, one
-schema per database (306 tables), keys declared, no rows; once without comments and once with them. A khive
+schema per database (306 tables), keys declared, no rows; once without comments, once with them, and once
+without comments with its identifiers abbreviated (``bench/abbreviated.py``; gold tables mapped). A khive
 project scans it (``scan.run``) and each question is asked as the held-out benchmarks are asked:
 ``discover.search(query=question, kinds=["table","column"], limit=10)``; the tables of the ten refs, in
 order (a column counts for its table at its first position), are the ranking. Questions: the ones in
@@ -226,14 +227,20 @@ def part_of(case: dict[str, Any]) -> str:
     return "written_heldout" if held_out(case["id"]) else "written_tuning"
 
 
-def pooled(tuning_only: bool, misses: bool, dump: Path | None = None) -> dict[str, Any]:
+def pooled(tuning_only: bool, misses: bool, dump: Path | None = None,
+           variants: list[str] | None = None) -> dict[str, Any]:
     builds = devwarehouse.warehouses()
     cases = written_questions(builds["plain"][0]) + defog_questions(DATABASES)
     if tuning_only:
         cases = [c for c in cases if c["id"].startswith("defog-") or not held_out(c["id"])]
     out: dict[str, Any] = {"tables": builds["plain"][1]["tables"], "questions_written": sum(
         not c["id"].startswith("defog-") for c in cases)}
+    renamed = devwarehouse.abbrev_tables()
     for variant, (path, _counts) in builds.items():
+        if variants and variant not in variants:
+            continue
+        if variant == "abbrev":  # the same questions; their gold tables under the abbreviated names
+            cases = [{**c, "gold": [frozenset(renamed[t] for t in g) for g in c["gold"]]} for c in cases]
         with tempfile.TemporaryDirectory() as tmp:
             root = new_project(Path(tmp), f"  dev:\n    driver: duckdb\n    path: {path}\n")
             ranked, scan_s, p50 = ask_all(root, {}, "dev", [c["question"] for c in cases], limit=10, scope=None)
@@ -333,11 +340,13 @@ def main() -> None:
     parser.add_argument("--skip-defog", action="store_true", help="only the pooled dev warehouse")
     parser.add_argument("--skip-pooled", action="store_true", help="only defog")
     parser.add_argument("--misses", action="store_true", help="also list tuning questions missed at 3")
-    parser.add_argument("--dump", type=Path, help="write every question's ranking (both variants) to this JSON file")
+    parser.add_argument("--dump", type=Path, help="write every question's ranking (every variant) to this JSON file")
+    parser.add_argument("--variant", action="append", choices=sorted(devwarehouse.VARIANTS),
+                        help="only this pooled variant (repeatable; default: all)")
     args = parser.parse_args()
     figures: dict[str, Any] = {"bench": "retrieval"}
     if not args.skip_pooled:
-        figures["pooled_dev"] = pooled(args.tuning_only, args.misses, args.dump)
+        figures["pooled_dev"] = pooled(args.tuning_only, args.misses, args.dump, args.variant)
     if not args.skip_defog:
         figures["defog"] = defog(DATABASES, args.misses)
     print(json.dumps(figures))

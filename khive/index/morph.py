@@ -2,7 +2,8 @@
 
 Schemas spell words in ways a question never does: ``NumTstTakr``, ``salesorderheader``, ``cust_amt``,
 ``AvgScrRead``. At index time an identifier becomes its words: camelCase, digit and separator splits, long
-lower-case runs segmented into dictionary words (``salesorderheader`` -> sales order header), and the
+lower-case runs segmented into dictionary words (``salesorderheader`` -> sales order header), short runs that
+are no word split in two known pieces (``custid`` -> cust id, ``isopen`` -> is open), and the
 abbreviations of a small table written for khive expanded (``qty`` -> quantity). At query time a word
 also reaches the identifier tokens that abbreviate it (``takr`` for takers: first letter kept, letters in
 order), derived forms (``payment`` for pay), adjacent words written together (``highschooler``) and a
@@ -30,6 +31,8 @@ COMMON_RANK = 4000  # a token this frequent is a word of its own, never read as 
 WHOLE_RANK = 60000  # a run that is itself a word this frequent is never split (invoice, salesperson)
 SHORT_RANK = 200  # two-letter words allowed as segments: of, by, to, in, on, ...
 ABBREVIATION_RANK = 5000  # the cost the abbreviations below get as segments
+PAIR_MIN = 4  # a shorter run than SEGMENT_MIN splits in two (``custid``) only from this length
+PAIR_RANK = 5000  # ... and only into known abbreviations and words at least this frequent
 
 # Abbreviations that schemas use, each with the word(s) it stands for.
 ABBREVIATIONS: dict[str, tuple[str, ...]] = {
@@ -66,6 +69,8 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "sem": ("semester",), "elev": ("elevation",), "alt": ("altitude",), "precip": ("precipitation",),
     "km": ("kilometer",), "kg": ("kilogram",), "lbs": ("pounds",), "sal": ("salary",), "pwd": ("password",),
     "crs": ("course",),
+    # two letters that data naming uses for one of few words (``StNm``, ``zip_cd``, ``cust_ph``)
+    "nm": ("name",), "cd": ("code",), "ph": ("phone",), "st": ("state", "street"),
 }
 # Words people use for the same thing; a question's word also reaches the others (weaker than itself).
 SYNONYMS: tuple[tuple[str, ...], ...] = (
@@ -177,10 +182,13 @@ def segment(token: str) -> tuple[str, ...]:
     """A lower-case run as dictionary words (``billofmaterials`` -> bill, of, materials), or itself.
 
     A minimal-cost split (cost: log of frequency rank), kept only when it has more than one part and its
-    parts are cheaper than the run read as one word."""
+    parts are cheaper than the run read as one word. A run shorter than SEGMENT_MIN splits only in two known
+    pieces (``_pair``)."""
     rank, cost, longest = _dictionary()
-    if len(token) < SEGMENT_MIN or not token.isalpha() or rank.get(token, WHOLE_RANK) < WHOLE_RANK:
+    if not token.isalpha() or rank.get(token, WHOLE_RANK) < WHOLE_RANK:
         return (token,)
+    if len(token) < SEGMENT_MIN:
+        return _pair(token, rank)
     n = len(token)
     best: list[tuple[float, int]] = [(0.0, 0)] + [(math.inf, 0)] * n
     for end in range(1, n + 1):
@@ -201,6 +209,24 @@ def segment(token: str) -> tuple[str, ...]:
     if len(parts) < 2 or (whole is not None and whole <= best[n][0]):
         return (token,)
     return tuple(parts)
+
+
+def _pair(token: str, rank: dict[str, int]) -> tuple[str, ...]:
+    """A short run that is no word, as two known pieces (``custid`` -> cust, id; ``isopen`` -> is, open;
+    ``empno`` -> emp, no): each piece a known abbreviation or a common word. Of several cuts, the one with
+    more abbreviations (``userid`` is user + id, not use + rid), then the one whose rarer piece is commoner."""
+    if len(token) < PAIR_MIN or token in ABBREVIATIONS or token in rank:  # a word of its own (coupon) stays
+        return (token,)
+    best: tuple[int, int, int] | None = None  # (-abbreviations, rarer piece's rank, cut)
+    for cut in range(PART_MIN, len(token) - PART_MIN + 1):
+        pieces = (token[:cut], token[cut:])
+        ranks = [rank.get(p) for p in pieces]
+        if not all(p in ABBREVIATIONS or (r is not None and r < (SHORT_RANK if len(p) <= PART_MIN else PAIR_RANK))
+                   for p, r in zip(pieces, ranks, strict=True)):
+            continue
+        choice = (-sum(p in ABBREVIATIONS for p in pieces), max(r if r is not None else PAIR_RANK for r in ranks), cut)
+        best = choice if best is None else min(best, choice)
+    return (token,) if best is None else (token[: best[2]], token[best[2]:])
 
 
 def split_identifier(name: str) -> list[str]:
