@@ -24,7 +24,7 @@ import numpy as np
 import orjson
 
 from khive.gcpause import paused_gc
-from khive.index import edgestore, leanrows, links, vectorblob, vectorscan
+from khive.index import edgestore, leanrows, links, vectorblob
 from khive.index import search as search_mod
 from khive.index.build import BuildState
 from khive.index.documents import (
@@ -61,6 +61,7 @@ from khive.index.store import (
     set_page_cache_size,
     shadowed_files,
 )
+from khive.index.vectortables import VectorTables
 from khive.index.watch import ChangeWatcher
 from khive.limits import DEFAULT_LIMITS, Limits, applied
 from khive.sqlite_util import immediate
@@ -97,7 +98,7 @@ class RetrievalIndex:
         self._watch = watch
         self._watcher: ChangeWatcher | None = None
         self._walked = False
-        self._matrix: search_mod.VectorTable | None = None
+        self._vector_tables = VectorTables()
         self._build: BuildState | None = None  # during a build from nothing: what it wrote
         self.generation = 0
 
@@ -196,7 +197,7 @@ class RetrievalIndex:
     def _finish(self, report: RefreshReport) -> RefreshReport:
         if report.changed:
             self.generation += 1
-            self._matrix = None
+            self._vector_tables.clear()
         return report
 
     def _stored_item(self, source_name: str, relative: str) -> tuple[int, int, str] | None:
@@ -525,7 +526,7 @@ class RetrievalIndex:
                                             weights=weights, where=where)
             semantic: list[tuple[int, float]] = []
             if vector and self.embedder is not None:
-                semantic = search_mod.vector_search(self.db, self._vectors(), self.embedder, query,
+                semantic = search_mod.vector_search(self.db, self._vectors(kinds), self.embedder, query,
                                                     kinds=kinds, connection=connection, where=where, limit=limit * 2,
                                                     floor=self.embedder.min_similarity)
             floor = self.embedder.min_similarity if self.embedder is not None else 0.0
@@ -540,16 +541,8 @@ class RetrievalIndex:
             if found.get(hit.id):
                 hit.snippet = found[hit.id]
 
-    def _vectors(self) -> search_mod.VectorTable:
-        if self._matrix is None:
-            # Laid out kind by kind, rowid order inside a kind (the ``docs_kind`` index's order).
-            dims = self.embedder.dimensions if self.embedder else 0
-            with paused_gc():  # a row object per document; after a build the collector's passes see millions
-                vectors, rowids, kind_rows = vectorscan.load(
-                    iter(self.db.execute("SELECT doc_rowid, vector FROM vectors ORDER BY doc_rowid")),
-                    iter(self.db.execute("SELECT kind, rowid FROM docs ORDER BY kind, rowid")), dims)
-            self._matrix = search_mod.VectorTable(vectors, rowids.tolist(), kind_rows, rowids)
-        return self._matrix
+    def _vectors(self, kinds: Sequence[str] | None) -> search_mod.VectorTable:
+        return self._vector_tables.for_kinds(self.db, kinds, self.embedder.dimensions if self.embedder else 0)
 
     def close(self) -> None:
         with self._lock:
