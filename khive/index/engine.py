@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
@@ -25,6 +24,7 @@ import orjson
 
 from khive.gcpause import paused_gc
 from khive.index import edgestore, leanrows, links, vectorblob
+from khive.index import outline as outline_mod
 from khive.index import search as search_mod
 from khive.index.build import BuildState
 from khive.index.documents import (
@@ -67,7 +67,6 @@ from khive.limits import DEFAULT_LIMITS, Limits, applied
 from khive.sqlite_util import immediate
 
 log = logging.getLogger(__name__)
-_META_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass
@@ -408,22 +407,11 @@ class RetrievalIndex:
                 f"ON f.rowid = d.rowid WHERE d.id IN ({', '.join('?' * len(doc_ids))})", tuple(doc_ids)).fetchall()
         return {str(r[0]): {name: str(r[i + 1] or "") for i, name in enumerate(FIELDS)} for r in rows}
 
-    def outline(self, kinds: Sequence[str], keys: Sequence[str]) -> list[tuple[Any, ...]]:
-        """(id, connection, title, *metadata values of ``keys``) of every document of ``kinds``, in rowid order
-        (one query, no refresh): what a pack needs to build its own in-memory view of, say, the catalog."""
-        for key in keys:
-            if not _META_KEY.match(key):
-                raise ValueError(f"metadata key {key!r} must be a plain name")
-        # Each row's metadata text once: a lean child row's is rebuilt from its parent's (leanrows), and in the
-        # select list that expression would run once per key. OFFSET keeps SQLite from flattening the subquery
-        # into the outer select (which would copy the expression back into every json_extract); json_extract
-        # parses one text once for all its keys (its per-statement parse cache).
-        picked = "".join(f", json_extract(m, '$.{key}')" for key in keys)
+    def outline(self, kinds: Sequence[str], keys: Sequence[str], *, titles: bool = True) -> list[tuple[Any, ...]]:
+        """(id, connection, title, *metadata values of ``keys``) of every document of ``kinds`` in rowid order, or
+        (id, *values) without ``titles`` (one query, no refresh; ``khive.index.outline``)."""
         with self._lock:
-            return self.db.execute(
-                f"SELECT id, connection, title{picked} FROM (SELECT d.id, d.connection, d.title, "
-                f"{leanrows.METADATA} AS m FROM docs AS d WHERE d.kind IN ({', '.join('?' * len(kinds))}) "
-                f"ORDER BY d.rowid LIMIT -1 OFFSET 0)", tuple(kinds)).fetchall()
+            return outline_mod.outline(self.db, kinds, keys, titles=titles)
 
     def relation_pairs(self, relation: str) -> list[tuple[str, str, dict[str, Any]]]:
         """Every (source id, target id, edge metadata) edge of ``relation`` (one query, no refresh)."""

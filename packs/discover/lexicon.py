@@ -157,7 +157,7 @@ def build(index: RetrievalIndex) -> Lexicon:
     table_rows = index.outline(["table"], ["tableRef", "comment", "description", "estimatedRows", "partitionOf"])
     # A column document's metadata holds the catalog's comment; its description (people's, in the shard) is in
     # the document's text, not in its metadata (packs/scan/index.py). Its samples name things (``value_text``).
-    column_rows = index.outline(["column"], ["comment", "samples"])
+    column_rows = index.outline(["column"], ["comment", "samples"], titles=False)
     tables: dict[str, Table] = {}
     notes: dict[str, str] = {}
     for doc_id, connection, title, _ref, comment, description, rows, _parent in table_rows:
@@ -170,7 +170,7 @@ def build(index: RetrievalIndex) -> Lexicon:
     words = _Vocabulary()
     columns = _Columns(words)
     head_of_last, table, number = "", None, -1
-    for doc_id, _connection, _title, comment, samples in column_rows:
+    for doc_id, comment, samples in column_rows:
         head, _, name = doc_id.rpartition(".")
         if head != head_of_last:  # a table's columns come one after another: look the table up once
             head_of_last = head
