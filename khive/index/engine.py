@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
@@ -24,7 +23,8 @@ import numpy as np
 import orjson
 
 from khive.gcpause import paused_gc
-from khive.index import edgestore, leanrows, links, vectorblob, vectorscan
+from khive.index import edgestore, leanrows, links, vectorblob
+from khive.index import outline as outline_mod
 from khive.index import search as search_mod
 from khive.index.build import BuildState
 from khive.index.documents import (
@@ -61,12 +61,12 @@ from khive.index.store import (
     set_page_cache_size,
     shadowed_files,
 )
+from khive.index.vectortables import VectorTables
 from khive.index.watch import ChangeWatcher
 from khive.limits import DEFAULT_LIMITS, Limits, applied
 from khive.sqlite_util import immediate
 
 log = logging.getLogger(__name__)
-_META_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass
@@ -97,7 +97,7 @@ class RetrievalIndex:
         self._watch = watch
         self._watcher: ChangeWatcher | None = None
         self._walked = False
-        self._matrix: search_mod.VectorTable | None = None
+        self._vector_tables = VectorTables()
         self._build: BuildState | None = None  # during a build from nothing: what it wrote
         self.generation = 0
 
@@ -196,7 +196,7 @@ class RetrievalIndex:
     def _finish(self, report: RefreshReport) -> RefreshReport:
         if report.changed:
             self.generation += 1
-            self._matrix = None
+            self._vector_tables.clear()
         return report
 
     def _stored_item(self, source_name: str, relative: str) -> tuple[int, int, str] | None:
@@ -407,22 +407,11 @@ class RetrievalIndex:
                 f"ON f.rowid = d.rowid WHERE d.id IN ({', '.join('?' * len(doc_ids))})", tuple(doc_ids)).fetchall()
         return {str(r[0]): {name: str(r[i + 1] or "") for i, name in enumerate(FIELDS)} for r in rows}
 
-    def outline(self, kinds: Sequence[str], keys: Sequence[str]) -> list[tuple[Any, ...]]:
-        """(id, connection, title, *metadata values of ``keys``) of every document of ``kinds``, in rowid order
-        (one query, no refresh): what a pack needs to build its own in-memory view of, say, the catalog."""
-        for key in keys:
-            if not _META_KEY.match(key):
-                raise ValueError(f"metadata key {key!r} must be a plain name")
-        # Each row's metadata text once: a lean child row's is rebuilt from its parent's (leanrows), and in the
-        # select list that expression would run once per key. OFFSET keeps SQLite from flattening the subquery
-        # into the outer select (which would copy the expression back into every json_extract); json_extract
-        # parses one text once for all its keys (its per-statement parse cache).
-        picked = "".join(f", json_extract(m, '$.{key}')" for key in keys)
+    def outline(self, kinds: Sequence[str], keys: Sequence[str], *, titles: bool = True) -> list[tuple[Any, ...]]:
+        """(id, connection, title, *metadata values of ``keys``) of every document of ``kinds`` in rowid order, or
+        (id, *values) without ``titles`` (one query, no refresh; ``khive.index.outline``)."""
         with self._lock:
-            return self.db.execute(
-                f"SELECT id, connection, title{picked} FROM (SELECT d.id, d.connection, d.title, "
-                f"{leanrows.METADATA} AS m FROM docs AS d WHERE d.kind IN ({', '.join('?' * len(kinds))}) "
-                f"ORDER BY d.rowid LIMIT -1 OFFSET 0)", tuple(kinds)).fetchall()
+            return outline_mod.outline(self.db, kinds, keys, titles=titles)
 
     def relation_pairs(self, relation: str) -> list[tuple[str, str, dict[str, Any]]]:
         """Every (source id, target id, edge metadata) edge of ``relation`` (one query, no refresh)."""
@@ -525,7 +514,7 @@ class RetrievalIndex:
                                             weights=weights, where=where)
             semantic: list[tuple[int, float]] = []
             if vector and self.embedder is not None:
-                semantic = search_mod.vector_search(self.db, self._vectors(), self.embedder, query,
+                semantic = search_mod.vector_search(self.db, self._vectors(kinds), self.embedder, query,
                                                     kinds=kinds, connection=connection, where=where, limit=limit * 2,
                                                     floor=self.embedder.min_similarity)
             floor = self.embedder.min_similarity if self.embedder is not None else 0.0
@@ -540,16 +529,8 @@ class RetrievalIndex:
             if found.get(hit.id):
                 hit.snippet = found[hit.id]
 
-    def _vectors(self) -> search_mod.VectorTable:
-        if self._matrix is None:
-            # Laid out kind by kind, rowid order inside a kind (the ``docs_kind`` index's order).
-            dims = self.embedder.dimensions if self.embedder else 0
-            with paused_gc():  # a row object per document; after a build the collector's passes see millions
-                vectors, rowids, kind_rows = vectorscan.load(
-                    iter(self.db.execute("SELECT doc_rowid, vector FROM vectors ORDER BY doc_rowid")),
-                    iter(self.db.execute("SELECT kind, rowid FROM docs ORDER BY kind, rowid")), dims)
-            self._matrix = search_mod.VectorTable(vectors, rowids.tolist(), kind_rows, rowids)
-        return self._matrix
+    def _vectors(self, kinds: Sequence[str] | None) -> search_mod.VectorTable:
+        return self._vector_tables.for_kinds(self.db, kinds, self.embedder.dimensions if self.embedder else 0)
 
     def close(self) -> None:
         with self._lock:

@@ -154,13 +154,13 @@ def build(index: RetrievalIndex) -> Lexicon:
     ``created_at``) and comments across thousands of tables: each distinct one is split into words once, and
     the (word, table, column) rows of all the columns are resolved with numpy, not one at a time."""
     generation = index.generation
-    table_rows = index.outline(["table"], ["tableRef", "comment", "description", "estimatedRows", "partitionOf"])
+    table_rows = index.outline(["table"], ["comment", "description", "estimatedRows", "partitionOf"])
     # A column document's metadata holds the catalog's comment; its description (people's, in the shard) is in
     # the document's text, not in its metadata (packs/scan/index.py). Its samples name things (``value_text``).
-    column_rows = index.outline(["column"], ["comment", "samples"])
+    column_rows = index.outline(["column"], ["comment", "samples"], titles=False)
     tables: dict[str, Table] = {}
     notes: dict[str, str] = {}
-    for doc_id, connection, title, _ref, comment, description, rows, _parent in table_rows:
+    for doc_id, connection, title, comment, description, rows, _parent in table_rows:
         db, _, name = str(title).partition(".")
         tables[doc_id] = Table(doc_id, connection, db, name, 0, int(rows) if isinstance(rows, (int, float)) else None,
                                frozenset(key(w) for w in identifier_words(name)), name_parts(name))
@@ -170,7 +170,7 @@ def build(index: RetrievalIndex) -> Lexicon:
     words = _Vocabulary()
     columns = _Columns(words)
     head_of_last, table, number = "", None, -1
-    for doc_id, _connection, _title, comment, samples in column_rows:
+    for doc_id, comment, samples in column_rows:
         head, _, name = doc_id.rpartition(".")
         if head != head_of_last:  # a table's columns come one after another: look the table up once
             head_of_last = head
@@ -180,7 +180,7 @@ def build(index: RetrievalIndex) -> Lexicon:
             table.columns[doc_id] = name
             columns.add(number, name, str(comment) if comment else "",
                         value_text(samples) if samples and samples != NO_SAMPLES else "")
-    folded = _fold_copies(tables, {row[0]: row[7] for row in table_rows if row[7]})
+    folded = _fold_copies(tables, {row[0]: row[6] for row in table_rows if row[6]})
     skipped = np.zeros(len(tables), dtype=bool)  # folded copies add no words: their parent has them all
     skipped[[numbers[t] for t in folded]] = True
     found, phrases_found, values = columns.rows(skipped)

@@ -83,6 +83,13 @@ def test_the_columns_rows_are_lean(index: RetrievalIndex) -> None:
         db.close()
 
 
+def test_outline_without_titles_answers_the_ids_and_the_keys_alone(index: RetrievalIndex) -> None:
+    assert index.outline(["table", "column"], KEYS, titles=False) == [
+        (row[0], *row[3:]) for row in index.outline(["table", "column"], KEYS)]
+    assert index.outline(["column"], [], titles=False) == [
+        ("orders.id",), ("orders.city",), ("shops.id",), ("shops.city",)]
+
+
 def test_outline_of_one_kind_and_a_key_that_is_not_a_name(index: RetrievalIndex) -> None:
     assert [row[0] for row in index.outline(["column"], ["comment"])] == [
         "orders.id", "orders.city", "shops.id", "shops.city"]

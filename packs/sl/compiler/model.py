@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 import sqlglot
@@ -119,21 +119,16 @@ def parse_sql(text: str, dialect: str, *, what: str, query: bool = False) -> exp
     return tree.copy()
 
 
+@cache  # per dialect, on first use: loading every dialect's module at import cost 0.1 s a process
 def _reserved(dialect: str) -> frozenset[str]:
     """The dialect's reserved words, or DuckDB's (close to PostgreSQL's and SQL's) where sqlglot lists none."""
     own: set[str] = sqlglot.Dialect.get_or_raise(dialect).generator_class.RESERVED_KEYWORDS
     return frozenset(own or sqlglot.Dialect.get_or_raise("duckdb").generator_class.RESERVED_KEYWORDS)
 
 
-_RESERVED = {name: _reserved(name) for name in ("sqlite", "duckdb", "postgres", "bigquery", "snowflake")}
-
-
 def ident(name: str, dialect: str) -> exp.Identifier:
     """An identifier, quoted only when it is a reserved word (Snowflake: upper-cased, as it folds unquoted names)."""
-    reserved = _RESERVED.get(dialect)
-    if reserved is None:
-        reserved = _RESERVED.setdefault(dialect, _reserved(dialect))
-    if name.lower() not in reserved:
+    if name.lower() not in _reserved(dialect):
         return exp.Identifier(this=name, quoted=False)
     return exp.Identifier(this=name.upper() if dialect == "snowflake" and name.islower() else name, quoted=True)
 
