@@ -2,9 +2,10 @@
 
     .venv/bin/python bench/buildsplit.py PROJECT --pairs 3    # alternating runs: in line, then writes in a child
 
-PROJECT is a project already scanned (for example one ``bench/bigproject.py --keep`` left, or a copy of it); its
-``.khive/index.sqlite`` is deleted before every run. Each run is a fresh interpreter that builds the index from
-nothing with ``refresh()`` (as ``bench/bigproject.py``'s ``index_build``), in one of two ways:
+PROJECT is a project already scanned (for example the one ``bench/bigproject.py`` builds, copied aside before it
+removes its directory); its ``.khive/index.sqlite`` is deleted before every run. Each run is a fresh interpreter
+that builds the index from nothing with ``refresh()`` (as ``bench/bigproject.py``'s ``index_build``), one of two
+ways:
 
 - ``inline``: main's build, every row written by the caller's own connection;
 - ``child``: the same code, but every write of the build (the transaction, the page cache setting, the dropped
