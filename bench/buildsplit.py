@@ -28,11 +28,13 @@ import hashlib
 import io
 import os
 import pickle
+import queue
 import resource
 import sqlite3
 import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -95,6 +97,17 @@ class _Forwarding:
         self.next_rowid = 1
         self.pickling = 0.0
         self.sent = 0
+        # The pipe holds 64 KiB: written from this thread, the parent would wait for the child to finish each
+        # statement before sending the next. A thread writes instead (a blocked write does not hold the GIL).
+        self.queue: queue.SimpleQueue[memoryview | None] = queue.SimpleQueue()
+        self.sender = threading.Thread(target=self._pipe, daemon=True)
+        self.sender.start()
+
+    def _pipe(self) -> None:
+        assert self.child.stdin is not None
+        while (message := self.queue.get()) is not None:
+            self.child.stdin.write(message)
+        self.child.stdin.flush()
 
     def _send(self, op: str, sql: str, args: Any) -> None:
         clock = time.perf_counter()
@@ -107,8 +120,7 @@ class _Forwarding:
         _HEAD.pack_into(view, 0, len(view) - _HEAD.size)
         self.pickling += time.perf_counter() - clock
         self.sent += len(view)
-        assert self.child.stdin is not None
-        self.child.stdin.write(view)
+        self.queue.put(view)
 
     def execute(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
         if sql.lstrip().upper().startswith(("SELECT", "PRAGMA CACHE_SIZE")) and "=" not in sql:
@@ -124,8 +136,9 @@ class _Forwarding:
 
     def commit(self) -> None:
         self._send("commit", "", ())
-        assert self.child.stdin is not None and self.child.stdout is not None
-        self.child.stdin.flush()
+        self.queue.put(None)
+        self.sender.join()
+        assert self.child.stdout is not None
         if self.child.stdout.read(2) != b"ok":
             raise RuntimeError("the writer process did not commit")
         self.child.wait()
