@@ -11,8 +11,9 @@ from pathlib import Path
 _RETRY_SECONDS = 30.0
 
 
-def open_wal(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
-    """A connection with WAL, synchronous=NORMAL and a busy timeout.
+def open_wal(path: Path, *, timeout: float = 30.0, page_size: int | None = None) -> sqlite3.Connection:
+    """A connection with WAL, synchronous=NORMAL and a busy timeout; ``page_size``: a new file's (an existing
+    file keeps the one it was made with: in WAL mode SQLite cannot change it).
 
     Switching a fresh file to WAL needs an exclusive lock and SQLite does not wait for it through
     the busy handler, so two processes opening the same new file can see "database is locked";
@@ -21,6 +22,8 @@ def open_wal(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=timeout)
     db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+    if page_size is not None:  # before anything writes the file's header
+        db.execute(f"PRAGMA page_size={int(page_size)}")
     deadline = time.monotonic() + _RETRY_SECONDS
     while True:
         try:

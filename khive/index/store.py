@@ -67,8 +67,14 @@ CREATE TABLE IF NOT EXISTS vectors (
 {_CREATE_SECONDARY}
 """
 
+# A new index file's page size. A build from nothing writes about 130 MB at 10,000 tables: with 16 KiB pages instead
+# of SQLite's 4 KiB its inserts, lookup indexes and commit took about 17% less CPU, for the same rows and reads as
+# fast (ADR 0055). An index made before keeps its 4 KiB pages until its file is deleted.
+PAGE_SIZE = 16384
+
+
 def connect(path: Path) -> sqlite3.Connection:
-    db = open_wal(path)
+    db = open_wal(path, page_size=PAGE_SIZE)
     # One write transaction: two processes opening an index of an old layout at once drop it once (the second
     # sees the first's version), and a process killed midway leaves the old layout whole, not a part of it.
     with immediate(db):

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 from test_index_oracle import CUSTOMERS, answers, open_index, orders, write
+
+from khive.index.store import PAGE_SIZE
 
 
 def many(prefix: str, count: int, **extra: Any) -> list[dict[str, Any]]:
@@ -57,3 +60,33 @@ def test_a_build_from_nothing_answers_as_the_same_files_indexed_one_at_a_time(tm
         built.close()
         one_by_one.close()
 
+
+
+def page_size(index_file: Path) -> int:
+    db = sqlite3.connect(index_file)
+    try:
+        return int(db.execute("PRAGMA page_size").fetchone()[0])
+    finally:
+        db.close()
+
+
+def test_a_new_index_file_gets_large_pages_and_one_made_before_keeps_its_own(tmp_path: Path) -> None:
+    """ADR 0055: a new index file is made with 16 KiB pages; a file made with SQLite's default 4 KiB (every index
+    before) is opened as it is, builds and answers the same."""
+    for name in ("new", "old"):
+        project_files(tmp_path / name)
+    old_file = tmp_path / "old" / ".khive" / "index.sqlite"
+    old_file.parent.mkdir(parents=True)
+    made = sqlite3.connect(old_file)
+    made.execute("PRAGMA page_size = 4096")
+    made.execute("PRAGMA journal_mode = WAL")  # writes the header, and with it the page size
+    made.close()
+    new, old = open_index(tmp_path / "new"), open_index(tmp_path / "old")
+    try:
+        assert new.refresh().errors == old.refresh().errors
+        assert answers(new) == answers(old)
+    finally:
+        new.close()
+        old.close()
+    assert page_size(tmp_path / "new" / ".khive" / "index.sqlite") == PAGE_SIZE != 4096
+    assert page_size(old_file) == 4096
