@@ -121,3 +121,25 @@ def drop_database(admin_dsn: str, name: str) -> None:
 
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@contextmanager
+def select_only_role(dsn: str, schema: str = "public", prefix: str = "agent") -> Iterator[str]:
+    """A login role that may read ``schema``'s tables and nothing more, as agents' SQL should run (README: Security
+    model): its connection string for the database of ``dsn``. Dropped, with what it owns, afterwards."""
+    import psycopg
+    from psycopg import sql
+    from psycopg.conninfo import make_conninfo
+
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    role = sql.Identifier(name)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(role))
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(schema), role))
+        conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(sql.Identifier(schema), role))
+    try:
+        yield make_conninfo(dsn, user=name)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(role))
+            conn.execute(sql.SQL("DROP ROLE {}").format(role))

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import pgcluster
 import psycopg
 import pytest
 from agent_helpers import failures, khive, launch_params, mcp_entry, ok, run_requests
@@ -55,15 +56,8 @@ def depot(tmp_path: Path, pg_database: str) -> Path:
 @pytest.fixture
 def agent_url(postgres_dsn: str, pg_database: str, depot: Path) -> Iterator[str]:
     """The role agents' SQL runs as: SELECT on the depot's schema, nothing more (README: Security model)."""
-    role = f"khive_agent_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(pg_database, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
-        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA fleet TO {}").format(sql.Identifier(role)))
-        conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA fleet TO {}").format(sql.Identifier(role)))
-    yield make_conninfo(pg_database, user=role)
-    with psycopg.connect(pg_database, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
-        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+    with pgcluster.select_only_role(pg_database, "fleet", prefix="khive_agent") as url:
+        yield url
 
 
 def answers(envelopes: list[dict[str, object]]) -> list[list[object]]:

@@ -11,18 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio
-import mcp_types as types
 import orjson
 import psycopg
 import pytest
-from mcp import Client
+from mcp_call import request_over_mcp
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from khive.bootstrap import open_runtime
 from khive.cli import main
-from khive.mcp_server import TOOL_NAME, build_server
 from khive.scaffold import init_project
 
 pytestmark = [pytest.mark.postgres]
@@ -77,18 +73,7 @@ def project(root: Path, *, allow_privileged: bool = False) -> Path:
 
 
 def over_mcp(root: Path, url: str, query: str) -> dict[str, Any]:
-    async def run() -> dict[str, Any]:
-        runtime = open_runtime(root, {"WH_URL": url})
-        try:
-            async with Client(build_server(runtime), client_info=types.Implementation(name="t", version="0")) as c:
-                answer = await c.call_tool(TOOL_NAME, {"ops": _execute(query), "presentation": "verbose"})
-        finally:
-            await runtime.aclose()
-        assert answer.structured_content is not None
-        (result,) = answer.structured_content["results"]
-        return dict(result)
-
-    return anyio.run(run)
+    return request_over_mcp(root, _execute(query), {"WH_URL": url})
 
 
 def over_cli(root: Path, url: str, query: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:

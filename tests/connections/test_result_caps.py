@@ -3,23 +3,17 @@ PostgreSQL a statement whose rows outgrow that is cancelled instead of read whol
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import duckdb
-import mcp_types as types
 import orjson
+import pgcluster
 import psycopg
 import pytest
-from mcp import Client
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
+from mcp_call import request_over_mcp
 
-from khive.bootstrap import open_runtime
-from khive.mcp_server import TOOL_NAME, build_server
 from khive.scaffold import init_project
 from khive.values import CUT, DEFAULT_SHOWN
 
@@ -37,18 +31,7 @@ def _execute(root: Path, env: dict[str, str], query: str, **args: Any) -> dict[s
     extra = "".join(f", {key}={orjson.dumps(value).decode()}" for key, value in args.items())
     ops = f"sql.execute(connection=\"wh\", sql={orjson.dumps(query).decode()}{extra})"
 
-    async def run() -> dict[str, Any]:
-        runtime = open_runtime(root, env)
-        try:
-            async with Client(build_server(runtime), client_info=types.Implementation(name="t", version="0")) as c:
-                answer = await c.call_tool(TOOL_NAME, {"ops": ops, "presentation": "verbose"})
-        finally:
-            await runtime.aclose()
-        assert answer.structured_content is not None
-        (result,) = answer.structured_content["results"]
-        return dict(result)
-
-    return anyio.run(run)
+    return request_over_mcp(root, ops, env)
 
 
 def _ok(result: dict[str, Any]) -> dict[str, Any]:
@@ -121,15 +104,10 @@ INSERT INTO docs SELECT i, 'loud', repeat(chr(97 + i % 26), 3000000) FROM genera
 
 @pytest.fixture
 def warehouse(pg_database: str) -> Iterator[str]:
-    agent = f"agent_{uuid.uuid4().hex[:6]}"
     with psycopg.connect(pg_database, autocommit=True) as conn:
         conn.execute(SETUP)
-        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(agent)))
-        conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}").format(sql.Identifier(agent)))
-    yield make_conninfo(pg_database, user=agent)
-    with psycopg.connect(pg_database, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(agent)))
-        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(agent)))
+    with pgcluster.select_only_role(pg_database) as url:
+        yield url
 
 
 @pytest.mark.postgres

@@ -11,14 +11,10 @@ from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
-import anyio
-import mcp_types as types
 import orjson
-from mcp import Client
+from mcp_call import request_over_mcp
 
-from khive.bootstrap import open_runtime
 from khive.cli import main
-from khive.mcp_server import TOOL_NAME, build_server
 from khive.scaffold import init_project
 
 CONNECTIONS = """connections:
@@ -51,20 +47,7 @@ def shop_project(root: Path) -> Path:
 
 def over_mcp(project: Path, text: str) -> dict[str, Any]:
     """One call of the ``request`` tool through an MCP client; the single op's result entry."""
-
-    async def run() -> dict[str, Any]:
-        runtime = open_runtime(project, {})
-        try:
-            async with Client(build_server(runtime), client_info=types.Implementation(name="t", version="0")) as c:
-                answer = await c.call_tool(TOOL_NAME, {"ops": text, "presentation": "verbose"})
-        finally:
-            await runtime.aclose()
-        envelope = answer.structured_content
-        assert envelope is not None
-        (result,) = envelope["results"]
-        return dict(result)
-
-    return anyio.run(run)
+    return request_over_mcp(project, text)
 
 
 def over_cli(project: Path, text: str) -> dict[str, Any]:
