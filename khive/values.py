@@ -38,7 +38,9 @@ from khive.errors import OpError
 MAX_SAFE_INTEGER = 2**53 - 1  # JavaScript's Number.MAX_SAFE_INTEGER
 DEFAULT_BYTES_SHOWN = 1024  # bytes of one binary value shown before it is cut (a later `limits:` setting)
 DEFAULT_TEXT_SHOWN = 32_768  # characters of one text value shown before it is cut
-DEFAULT_RESULT_BYTES = 1_048_576  # the JSON bytes of a result's rows an agent receives (about 260k tokens)
+# The JSON bytes of a result's rows an agent receives (about 65k tokens). An MCP answer carries the envelope twice
+# (text and structured content) and the Python SDK's HTTP client refuses a server-sent event over 1 MiB.
+DEFAULT_RESULT_BYTES = 262_144
 CUT = "…"  # ends a cut value; never a hex digit
 _DAY_US = 86_400_000_000
 _HOUR_US = 3_600_000_000

@@ -81,7 +81,7 @@ def test_cut_notes_count_only_the_rows_shown(duck: Path) -> None:
 
 
 def test_duckdb_stops_reading_rows_that_outgrow_the_result(duck: Path) -> None:
-    # 40 rows of 1 MB: reading stops past 8 MiB read, long before the 40th row is fetched
+    # 40 rows of 1 MB: reading stops past 2 MiB read (8 x the cap), long before the 40th row is fetched
     answer = _ok(_execute(duck, {}, "SELECT i, repeat('z', 1000000) AS body FROM range(40) t(i)", limit=40))
     assert answer["truncated"] and 1 <= answer["rowCount"] <= 9
     assert any("reading stopped" in note for note in answer["notes"])
@@ -114,7 +114,7 @@ def warehouse(pg_database: str) -> Iterator[str]:
 def test_postgres_stops_reading_rows_that_outgrow_the_result(tmp_path: Path, warehouse: str) -> None:
     root = _project(tmp_path / "p", "postgres", "url: env:WH_URL")
     env = {"WH_URL": warehouse}
-    # 12 rows of 3 MB: reading stops once 8 MiB (8 x the 1 MiB cap) were read; the enum's type is looked up
+    # 12 rows of 3 MB: reading stops once 2 MiB (8 x the 256 KiB cap) were read; the enum's type is looked up
     # after the cancelled statement, on the same session
     answer = _ok(_execute(root, env, "SELECT id, feeling, body FROM docs ORDER BY id", limit=50))
     assert answer["truncated"]
