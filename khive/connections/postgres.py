@@ -41,6 +41,7 @@ from khive.connections.driver import HoldsConnection, QueryResult, connection_ur
 from khive.connections.pg_session import SessionFacts, inspect_and_pin
 from khive.connections.pgvalues import SESSION_OPTIONS, TYPES_SQL, PgType, array_converter, register_loaders
 from khive.connections.types import (
+    READ_CHUNK,
     ReadRows,
     build_column,
     normalize_type,
@@ -391,14 +392,13 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
 
 
 _ROW_BY_ROW = 1000  # up to this limit rows are read one at a time; above it (exports) in chunks, 5 us a row faster
-_STREAM_CHUNK = 64
 
 
 def _stream_rows(cursor: psycopg.Cursor[Any], sql: str, limit: int, shown: Shown) -> ReadRows | None:
     """The rows read one at a time (libpq's single-row mode; chunks of 64 for exports of more than 1,000 rows),
     so that reading can stop (``read_rows``); leaving the stream early cancels the statement. None for a
     command that ran without a result set (SET, ...)."""
-    chunk = _STREAM_CHUNK if limit > _ROW_BY_ROW and capabilities.has_stream_chunked() else 1  # chunks: libpq 17
+    chunk = READ_CHUNK if limit > _ROW_BY_ROW and capabilities.has_stream_chunked() else 1  # chunks: libpq 17
     with closing(cast(Generator[Any, None, None], cursor.stream(sql, size=chunk))) as stream:
         try:
             return read_rows(stream, limit, shown)

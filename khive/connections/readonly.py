@@ -14,7 +14,7 @@ What runs starts with ``/* khive:query */``, so query history can leave khive's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from khive.connections.driver import Driver, QueryResult
@@ -22,6 +22,7 @@ from khive.connections.pg_session import SessionFacts
 from khive.connections.sqlgate import GateDecision, check_sql, wrap_with_limit
 from khive.connections.types import QUERY_SQL_MARK
 from khive.errors import KhiveError, OpError
+from khive.sink import MAX_SAVE_BYTES
 from khive.threads import run_blocking
 from khive.values import DEFAULT_SHOWN, Shown
 
@@ -40,8 +41,8 @@ class Connections(Protocol):
 
 
 TIMEOUT_DOC = "seconds the statement may run; at most (and by default) the connection's statement_timeout_s"
-SAVED_RESULT_BYTES = 64 * 1024 * 1024  # a result written to a file (save_to) may be larger than one shown
-MAX_RESULT_BYTES = SAVED_RESULT_BYTES  # as much as a saved file may hold (khive.sink.MAX_SAVE_BYTES)
+SAVED_RESULT_BYTES = MAX_SAVE_BYTES  # a result written to a file (save_to) may be as large as a saved file
+MAX_RESULT_BYTES = MAX_SAVE_BYTES
 MAX_BYTES_DOC = (f"bytes of JSON the rows may take; rows past it are left out and the result says truncated"
                  f" (default {DEFAULT_SHOWN.result_bytes}, with save_to {SAVED_RESULT_BYTES}); text values are cut"
                  f" after {DEFAULT_SHOWN.text_chars} characters, binary ones after {DEFAULT_SHOWN.binary_bytes} bytes")
@@ -51,7 +52,7 @@ def result_shown(max_bytes: int | None, saving: bool) -> Shown:
     """What a verb's rows may hold: ``max_bytes`` when asked, else the default for the answer or for a file."""
     if max_bytes is None:
         max_bytes = SAVED_RESULT_BYTES if saving else DEFAULT_SHOWN.result_bytes
-    return Shown(DEFAULT_SHOWN.binary_bytes, DEFAULT_SHOWN.text_chars, max_bytes)
+    return replace(DEFAULT_SHOWN, result_bytes=max_bytes)
 
 
 @dataclass(frozen=True)

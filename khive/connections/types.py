@@ -412,14 +412,19 @@ def read_rows(rows: Iterable[Sequence[Any]], limit: int, shown: Shown) -> ReadRo
     return ReadRows(kept, unread=False)
 
 
-def in_chunks(fetchmany: Callable[[int], list[Any]], size: int = 64) -> Iterator[Any]:
+READ_CHUNK = 64  # rows a driver fetches at a time where it reads in batches
+
+
+def in_chunks(fetchmany: Callable[[int], list[Any]], size: int = READ_CHUNK) -> Iterator[Any]:
     """A result's rows, fetched ``size`` at a time."""
     while batch := fetchmany(size):
         yield from batch
 
 
 def _held(value: Any, binary_bytes: int) -> int:
-    """About what a loaded value weighs once shown: text its length, bytes at most their cut, JSON its text."""
+    """About what a loaded value holds until it is cut: text its whole length (all of it is in memory), bytes
+    at most the part that will be shown (a long bytea would otherwise stop the reading after one row), nested
+    values their text."""
     kind = type(value)
     if kind is str:
         return len(value)
