@@ -437,6 +437,14 @@ def _held(value: Any, binary_bytes: int) -> int:
     return 16
 
 
+def _over_note(shown_rows: int, row_size: int, cap: int) -> str:
+    if not shown_rows:  # one value (an aggregate's array, a document) is over the cap by itself
+        return (f"no row is shown: the first row alone is {row_size} bytes of JSON, over the result cap of {cap} "
+                f"(max_bytes); select a part of its values (left(), a LIMIT inside the aggregate) or raise max_bytes")
+    return (f"rows after the first {shown_rows} are not shown: the rows reached the result cap of {cap} bytes of "
+            f"JSON (max_bytes); select fewer or narrower columns, aggregate, or raise max_bytes")
+
+
 def query_result(columns: list[dict[str, str]], rows: Sequence[Sequence[Any]], limit: int, started: float,
                  notes: list[str] | None = None, *, converters: Sequence[Converter | None] | None = None,
                  shown: Shown = DEFAULT_SHOWN, unread: bool = False) -> QueryResult:
@@ -449,18 +457,18 @@ def query_result(columns: list[dict[str, str]], rows: Sequence[Sequence[Any]], l
     size = 2  # the brackets of the rows' array
     over = False
     encode = encoder.row_encoder(columns, converters)
+    row_size = 0
     for row in rows[:limit]:
         mark = encoder.mark()
         encoded = encode(row)
-        size += len(orjson.dumps(encoded, option=orjson.OPT_PASSTHROUGH_DATETIME, default=str)) + 1
+        row_size = len(orjson.dumps(encoded, option=orjson.OPT_PASSTHROUGH_DATETIME, default=str)) + 1
+        size += row_size
         if size > shown.result_bytes:
             encoder.undo(mark)  # the notes speak of the rows shown
             over = True
             break
         kept.append(encoded)
-    budget_notes = [f"rows after the first {len(kept)} are not shown: the rows reached the result cap of "
-                    f"{shown.result_bytes} bytes of JSON (max_bytes); select fewer or narrower columns, "
-                    f"aggregate, or raise max_bytes"] if over else []
+    budget_notes = [_over_note(len(kept), row_size, shown.result_bytes)] if over else []
     if unread and not over:
         budget_notes.append(f"reading stopped at row {len(rows)}: the values read outgrew what a result of "
                             f"{shown.result_bytes} bytes can show; there may be more rows")

@@ -87,6 +87,13 @@ def test_duckdb_stops_reading_rows_that_outgrow_the_result(duck: Path) -> None:
     assert any("reading stopped" in note for note in answer["notes"])
 
 
+def test_a_single_row_over_the_cap_is_named_as_such(duck: Path) -> None:
+    answer = _ok(_execute(duck, {}, "SELECT list(i) AS ids FROM range(5000) t(i)", max_bytes=4096))
+    assert answer["rows"] == [] and answer["truncated"]
+    (note,) = answer["notes"]
+    assert note.startswith("no row is shown: the first row alone is") and "max_bytes" in note
+
+
 def test_max_bytes_is_checked(duck: Path) -> None:
     result = _execute(duck, {}, "SELECT 1", max_bytes=10)
     assert result["error"]["code"] == "invalid_args"
