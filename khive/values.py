@@ -13,6 +13,7 @@ ADR 0026 says why.
     intervals                  ISO 8601 durations as PostgreSQL's IntervalStyle iso_8601 prints them
     lists, structs, maps       arrays, objects, objects with string keys (else [{"key", "value"}])
     json                       the value itself; numbers a double cannot hold exactly become strings
+    nested past 64 levels      json as its text; lists and maps from that depth down as their JSON text
     anything else              its text; a value without one fails its op with ``unencodable_value``
 
 Drivers turn their engine's text (``stamp_text``, ``interval_text``, ...) or Python values
@@ -42,6 +43,9 @@ DEFAULT_TEXT_SHOWN = 32_768  # characters of one text value shown before it is c
 # (text and structured content) and the Python SDK's HTTP client refuses a server-sent event over 1 MiB.
 DEFAULT_RESULT_BYTES = 262_144
 CUT = "…"  # ends a cut value; never a hex digit
+# A database value nested deeper than this (JSON, lists, structs) is shown, from this depth down, as its JSON text:
+# the result around it must stay within server.max_result_depth (128 by default), which is for packs' own results.
+MAX_NESTING = 64
 _DAY_US = 86_400_000_000
 _HOUR_US = 3_600_000_000
 _MINUTE_US = 60_000_000
@@ -258,11 +262,29 @@ def _json_float(text: str) -> float | str:
     return number if same else text
 
 
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def _nests_deeper(text: str, limit: int) -> bool:
+    """Whether JSON text nests its arrays and objects deeper than ``limit`` (brackets inside strings not counted)."""
+    if text.count("[") + text.count("{") <= limit:  # too few openings to get there: the common case, two scans
+        return False
+    depth = 0
+    for bracket in _NOT_BRACKET.sub("", _JSON_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        if depth > limit:
+            return True
+    return False
+
+
 def json_text(text: str) -> Any:
     """JSON text (json, jsonb, DuckDB JSON) -> its value, numbers parsed exactly, never through a float first.
 
-    Text nested deeper than Python's parser goes (or not JSON at all) is returned as the text itself.
+    Text nested deeper than ``MAX_NESTING`` (or not JSON at all) is returned as the text itself.
     """
+    if _nests_deeper(text, MAX_NESTING):
+        return text
     try:
         return json.loads(text, parse_int=integer_text, parse_float=_json_float)
     except (RecursionError, ValueError):  # deeper than the parser goes, or not JSON after all: the text
@@ -292,6 +314,7 @@ class Encoder:
         self._cut: dict[str, list[int]] = {}
         self._cut_text: dict[str, list[int]] = {}
         self._journal: list[tuple[dict[str, list[int]], str]] = []  # each cut in order, for ``undo``
+        self._depth = 0  # lists and maps ``value`` is inside
 
     def rows(self, rows: Sequence[Sequence[Any]], columns: Sequence[Mapping[str, str]],
              converters: Sequence[Converter | None] | None = None) -> list[list[Any]]:
@@ -385,15 +408,25 @@ class Encoder:
             return _clock(value) + _zone(value.utcoffset())
         if isinstance(value, timedelta):
             return timedelta_text(value)
-        if isinstance(value, Mapping):
-            return self.mapping(list(value.items()), column)
-        if isinstance(value, list | tuple | set | frozenset):
-            return [self.value(item, column) for item in value]
+        if isinstance(value, Mapping | list | tuple | set | frozenset):
+            return self._nested(value, column)
         if isinstance(value, UUID):
             return str(value)
         if isinstance(value, Enum):
             return self.value(value.value, column)
         return str(value)
+
+    def _nested(self, value: Any, column: str) -> Any:
+        """A list or map, its items encoded; past ``MAX_NESTING`` levels its JSON text instead."""
+        if self._depth >= MAX_NESTING:
+            return _deep_text(value)
+        self._depth += 1
+        try:
+            if isinstance(value, Mapping):
+                return self.mapping(list(value.items()), column)
+            return [self.value(item, column) for item in value]
+        finally:
+            self._depth -= 1
 
     def mapping(self, pairs: Sequence[tuple[Any, Any]], column: str) -> dict[str, Any] | list[dict[str, Any]]:
         """A map: an object when every key is a scalar with a distinct text, else ``[{"key", "value"}]``."""
@@ -455,6 +488,14 @@ def jsonable(result: Any, bytes_shown: int = DEFAULT_BYTES_SHOWN) -> Any:
         return result
     except (TypeError, orjson.JSONEncodeError):
         return _walk(result, "$", Encoder(bytes_shown))
+
+
+def _deep_text(value: Any) -> str:
+    """A list or map nested past ``MAX_NESTING``: its JSON text (anything not JSON by its text)."""
+    try:
+        return json.dumps(value, default=str, ensure_ascii=False)
+    except (RecursionError, ValueError, TypeError):  # deeper than Python's encoder goes, or a key it cannot write
+        return str(value)
 
 
 def _walk(value: Any, path: str, encoder: Encoder) -> Any:

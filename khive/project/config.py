@@ -80,7 +80,8 @@ class TokenConfig(_Section):
 
 class ServerConfig(_Section):
     tokens: list[TokenConfig] = Field(default_factory=list)
-    max_result_depth: int = Field(default=128, ge=8, le=10_000)
+    # At most 200: orjson writes no value nested deeper than 254, and the envelope and an MCP answer add levels.
+    max_result_depth: int = Field(default=128, ge=8, le=200)
     max_parallel_ops: int = Field(default=4, ge=1, le=100,
                                   description="ops of one request that run at once (a batch queues the rest)")
     max_http_sessions: int = Field(default=10_000, ge=1, le=1_000_000,

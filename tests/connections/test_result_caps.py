@@ -15,7 +15,7 @@ import pytest
 from mcp_call import request_over_mcp
 
 from khive.scaffold import init_project
-from khive.values import CUT, DEFAULT_SHOWN
+from khive.values import CUT, DEFAULT_SHOWN, MAX_NESTING
 
 
 def _project(root: Path, driver: str, where: str) -> Path:
@@ -94,6 +94,41 @@ def test_a_single_row_over_the_cap_is_named_as_such(duck: Path) -> None:
     assert note.startswith("no row is shown: the first row alone is") and "max_bytes" in note
 
 
+def _depth(value: Any) -> int:
+    """How deep lists and maps nest in a decoded value (a scalar is 0)."""
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    return 0
+
+
+def _innermost(value: Any) -> Any:
+    while isinstance(value, list):
+        value = value[0]
+    return value
+
+
+def test_values_nested_past_the_limit_come_back_as_their_json_text(duck: Path) -> None:
+    # orjson writes nothing nested deeper than 254 levels, and the result's own depth guard stops at 128: a list
+    # or JSON value this deep was an internal error (a 300-deep jsonb on realworld-pg); a shallow one stays a value
+    deep, shallow = 300, MAX_NESTING - 1
+
+    def nested_list(levels: int, leaf: int) -> str:  # built from text: the gate's parser refuses deep literals
+        return (f"from_json(repeat('[', {levels}) || '{leaf}' || repeat(']', {levels}), "
+                f"repeat('[', {levels}) || '\"INTEGER\"' || repeat(']', {levels}))")
+
+    sql = (f"SELECT {nested_list(deep, 1)} AS deep_list, "
+           f"(repeat('[', {deep}) || '\"[x\"' || repeat(']', {deep}))::JSON AS deep_json, "
+           f"{nested_list(shallow, 2)} AS shallow_list, 3 AS tag")
+    (deep_list, deep_json, shallow_list, tag), = _ok(_execute(duck, {}, sql))["rows"]
+    assert tag == 3 and _depth(shallow_list) == shallow and _innermost(shallow_list) == 2
+    # the first MAX_NESTING levels are arrays, the rest is the JSON text of what is below them
+    assert _depth(deep_list) == MAX_NESTING
+    assert _depth(orjson.loads(_innermost(deep_list))) == deep - MAX_NESTING
+    assert deep_json == "[" * deep + '"[x"' + "]" * deep  # the text itself, the bracket inside a string kept
+
+
 def test_max_bytes_is_checked(duck: Path) -> None:
     result = _execute(duck, {}, "SELECT 1", max_bytes=10)
     assert result["error"]["code"] == "invalid_args"
@@ -151,3 +186,14 @@ def test_postgres_limit_and_cut_together(tmp_path: Path, warehouse: str) -> None
                           limit=5))
     assert [row[0] for row in answer["rows"]] == [1, 2, 3, 4, 5] and answer["truncated"]
     assert answer["notes"] == []
+
+
+@pytest.mark.postgres
+def test_postgres_json_nested_past_the_limit_is_its_text(tmp_path: Path, warehouse: str) -> None:
+    root = _project(tmp_path / "p", "postgres", "url: env:WH_URL")
+    answer = _ok(_execute(root, {"WH_URL": warehouse},
+                          "SELECT (repeat('{\"a\": [', 150) || '1' || repeat(']}', 150))::jsonb AS deep, "
+                          "(repeat('[', 40) || '1' || repeat(']', 40))::jsonb AS shallow"))
+    (deep, shallow), = answer["rows"]
+    assert deep == '{"a": [' * 150 + "1" + "]}" * 150  # as PostgreSQL prints it
+    assert _depth(shallow) == 40
