@@ -28,6 +28,7 @@ class Context:
     sampler: Sampler | None = None  # the MCP client's model, when the request came over MCP with a session
     user: str = ""  # whose user-scope knowledge applies; default: the principal's name
     client: str = ""  # what the MCP client calls itself: recorded in the audit, never used to authorise
+    row_share: int | None = None  # bytes of rows each op of an MCP request may answer with (its share of the answer)
 
     @property
     def user_name(self) -> str:

@@ -29,6 +29,7 @@ from khive.dsl.nodes import Mode, Op, Ref, Request
 from khive.errors import InvalidArgs, KhiveError, LimitExceeded, OpError, PermissionDenied, RefError, WriteConflict
 from khive.execution import run_op
 from khive.limits import use as use_limits
+from khive.values import ANSWER_ROW_BYTES, MIN_ROW_SHARE
 from khive.verbs import Verb
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,8 @@ async def dispatch(request: Request, ctx: Context) -> dict[str, Any]:
     request_id = ctx.request_id or uuid.uuid4().hex
     if not ctx.request_id:
         ctx = ctx.with_(request_id=request_id)
+    if ctx.on_wire and ctx.row_share is None:  # one MCP answer carries every op's rows: they share its budget
+        ctx = ctx.with_(row_share=max(MIN_ROW_SHARE, ANSWER_ROW_BYTES // max(1, len(request.ops))))
     trail = RequestTrail(ctx.runtime.audit, request_id=request_id, principal=ctx.principal,
                          transport=ctx.transport, user=ctx.user_name, client=ctx.client,
                          redactor=ctx.runtime.redactor)

@@ -42,6 +42,10 @@ DEFAULT_TEXT_SHOWN = 32_768  # characters of one text value shown before it is c
 # The JSON bytes of a result's rows an agent receives (about 65k tokens). An MCP answer carries the envelope twice
 # (text and structured content) and the Python SDK's HTTP client refuses a server-sent event over 1 MiB.
 DEFAULT_RESULT_BYTES = 262_144
+# The rows of one MCP answer in all, its ops sharing them: a request of two 256 KiB results made a 1.1 MB event that
+# the Python SDK's HTTP client refused (JSON text escaped inside the answer can take 1.7x its rows, plus the copy).
+ANSWER_ROW_BYTES = 327_680
+MIN_ROW_SHARE = 4_096  # an op of a large batch still shows a few rows
 CUT = "…"  # ends a cut value; never a hex digit
 # A database value nested deeper than this (JSON, lists, structs) is shown, from this depth down, as its JSON text:
 # the result around it must stay within server.max_result_depth (128 by default), which is for packs' own results.

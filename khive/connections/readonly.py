@@ -24,7 +24,7 @@ from khive.connections.types import QUERY_SQL_MARK
 from khive.errors import KhiveError, OpError
 from khive.sink import MAX_SAVE_BYTES
 from khive.threads import run_blocking
-from khive.values import DEFAULT_SHOWN, Shown
+from khive.values import ANSWER_ROW_BYTES, DEFAULT_SHOWN, Shown
 
 if TYPE_CHECKING:
     from khive.connections.config import ConnectionConfig
@@ -48,11 +48,32 @@ MAX_BYTES_DOC = (f"bytes of JSON the rows may take; rows past it are left out an
                  f" after {DEFAULT_SHOWN.text_chars} characters, binary ones after {DEFAULT_SHOWN.binary_bytes} bytes")
 
 
-def result_shown(max_bytes: int | None, saving: bool) -> Shown:
-    """What a verb's rows may hold: ``max_bytes`` when asked, else the default for the answer or for a file."""
-    if max_bytes is None:
-        max_bytes = SAVED_RESULT_BYTES if saving else DEFAULT_SHOWN.result_bytes
-    return replace(DEFAULT_SHOWN, result_bytes=max_bytes)
+@dataclass(frozen=True)
+class RowAllowance:
+    """What a verb's rows may hold, and why, when a request's share made it less than asked or the default."""
+
+    shown: Shown
+    lowered_by_share: str = ""
+
+    def notes(self, truncated: bool) -> list[str]:
+        """The share's note, only when rows were left out (else it changed nothing)."""
+        return [self.lowered_by_share] if truncated and self.lowered_by_share else []
+
+
+def result_shown(max_bytes: int | None, saving: bool, share: int | None = None, http: bool = False) -> RowAllowance:
+    """What a verb's rows may hold: ``max_bytes`` when asked, else the default for the answer or for a file.
+
+    ``share``: the op's part of an MCP answer's rows (``Context.row_share``). It lowers the default, and over
+    HTTP an explicit ``max_bytes`` too: an answer over 1 MiB never reaches the Python SDK's HTTP client."""
+    if saving:  # the answer holds where the file is, not the rows
+        return RowAllowance(replace(DEFAULT_SHOWN, result_bytes=max_bytes or SAVED_RESULT_BYTES))
+    wanted = max_bytes or DEFAULT_SHOWN.result_bytes
+    if share is None or wanted <= share or (max_bytes is not None and not http):
+        return RowAllowance(replace(DEFAULT_SHOWN, result_bytes=wanted))
+    why = (f"max_bytes was {share}, not {wanted}: the ops of one MCP request share {ANSWER_ROW_BYTES} bytes of "
+           f"rows (an answer over 1 MiB does not reach MCP clients over HTTP); ask in fewer ops, or save_to "
+           f"writes up to {SAVED_RESULT_BYTES} bytes to a file")
+    return RowAllowance(replace(DEFAULT_SHOWN, result_bytes=share), why)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from khive.connections.config import DriverName
 from khive.connections.readonly import MAX_BYTES_DOC, MAX_RESULT_BYTES, TIMEOUT_DOC, result_shown, run_read_only
 from khive.connections.sqlgate import check_sql
 from khive.context import Context
+from khive.transports import MCP_HTTP
 from khive.verbs import Params, Verb
 from packs.scan.results import ExecuteResult, ValidateResult
 
@@ -29,14 +30,15 @@ class ExecuteParams(Params):
 async def execute(params: ExecuteParams, ctx: Context) -> dict[str, Any]:
     """Run one read-only statement (SELECT / WITH / VALUES / EXPLAIN); rows limited, values as docs/values.md says."""
     # async: the database wait is awaited (run_read_only parses and runs in worker threads; ADR 0027)
+    allowance = result_shown(params.max_bytes, bool(params.save_to), ctx.row_share, ctx.transport == MCP_HTTP)
     ran = await run_read_only(ctx.runtime, params.connection, params.sql, limit=params.limit,
-                              timeout_s=params.timeout_s, shown=result_shown(params.max_bytes, bool(params.save_to)),
+                              timeout_s=params.timeout_s, shown=allowance.shown,
                               wire=ctx.on_wire)
     result, wrapped, decision = ran.result, ran.sql, ran.decision
     answer = {"connectionId": params.connection, "columns": result.columns, "rows": result.rows,
               "rowCount": result.row_count, "truncated": result.truncated, "elapsedMs": result.elapsed_ms,
               "sql": wrapped, "tables": list(decision.tables), "timeout": ran.timeout.to_dict(),
-              "notes": [note for note in (ran.timeout.note, *result.notes) if note]}
+              "notes": [note for note in (ran.timeout.note, *result.notes) if note] + allowance.notes(result.truncated)}
     if params.save_to:
         return await ctx.run_blocking(sink.save_table, ctx.runtime.files, params.save_to, answer,
                                       author=ctx.principal)

@@ -18,6 +18,7 @@ from khive import sink
 from khive.connections.readonly import MAX_BYTES_DOC, MAX_RESULT_BYTES, TIMEOUT_DOC, result_shown, run_read_only
 from khive.context import Context
 from khive.errors import NotFound
+from khive.transports import MCP_HTTP
 from khive.verbs import Params, Verb
 from packs.sl.compiler import AdHocMeasure, Compiled, CompileError, compile_query
 from packs.sl.models import Source
@@ -118,11 +119,12 @@ class QueryParams(CompileParams):
 async def sl_query(params: QueryParams, ctx: Context) -> dict[str, Any]:
     """Compile measures by dimensions and run the SQL read-only; returns columns, rows, truncated and the SQL."""
     compiled, problems, _ = await ctx.run_blocking(_compile, params, ctx)
+    allowance = result_shown(params.max_bytes, bool(params.save_to), ctx.row_share, ctx.transport == MCP_HTTP)
     ran = await run_read_only(ctx.runtime, params.connection, compiled.sql, limit=params.max_rows,
-                              timeout_s=params.timeout_s, shown=result_shown(params.max_bytes, bool(params.save_to)),
+                              timeout_s=params.timeout_s, shown=allowance.shown,
                               wire=ctx.on_wire)
     result, shaped = ran.result, _shaped(params, compiled, problems)
-    shaped["notes"] += [note for note in (ran.timeout.note, *result.notes) if note]
+    shaped["notes"] += [note for note in (ran.timeout.note, *result.notes) if note] + allowance.notes(result.truncated)
     answer = {**shaped, "columns": result.columns, "rows": result.rows, "rowCount": result.row_count,
               "truncated": result.truncated, "elapsedMs": result.elapsed_ms, "timeout": ran.timeout.to_dict()}
     if params.save_to:

@@ -8,15 +8,18 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import duckdb
 import httpx
 import httpx2
 import mcp_types as types
+import orjson
 import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp_helpers import ServeProcess, audit_events, clean_env, free_port, leaves, run_khive
 
 from khive.mcp_server import INVALID_PARAMS, TOOL_NAME
+from khive.values import ANSWER_ROW_BYTES
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -169,3 +172,32 @@ def test_no_auth_on_a_public_address_refuses_to_start(project: Path) -> None:
                      "--port", str(free_port()), env=clean_env(), timeout=15)
     assert done.returncode == 2
     assert "--no-auth is only allowed on a loopback address" in done.stderr
+
+
+async def test_a_batch_of_large_results_reaches_the_sdk_client(project: Path, khive_serve: Serve) -> None:
+    # Two 256 KiB results in one answer made a 1.1 MB server-sent event, which the SDK's client refuses ("SSE
+    # stream failed"): the ops of one MCP request share its rows, and over HTTP an explicit max_bytes is lowered
+    config = project / "khive.yaml"
+    config.write_text(config.read_text().replace(
+        "connections: {}\n", "connections:\n  wh: {driver: duckdb, path: wh.duckdb}\n"))
+    duckdb.connect(str(project / "wh.duckdb")).close()
+    rows = "SELECT i, repeat('x', 1000) AS pad FROM range(1000) t(i)"
+    one = f'sql.execute(connection="wh", sql="{rows}", limit=1000)'
+    asking = f'sql.execute(connection="wh", sql="{rows}", limit=1000, max_bytes=4000000)'
+    server = khive_serve(project, env=clean_env(KHIVE_HTTP_TOKEN="secret"))
+    with anyio.fail_after(60):
+        async with connect(server.url, "secret") as client:
+            pair = await call_with_id(client, f"[{one}, {one}]", "big-pair")
+            alone = await call_with_id(client, one, "big-alone")
+            asked = await call_with_id(client, asking, "big-asked")
+    for envelope in (pair, alone, asked):
+        assert all(entry["ok"] for entry in envelope["results"]), envelope["results"][0]
+    shares = [entry["result"] for entry in pair["results"]]
+    assert all(0 < len(orjson.dumps(result["rows"])) <= ANSWER_ROW_BYTES // 2 for result in shares)
+    assert all(result["truncated"] and any("share" in note for note in result["notes"]) for result in shares)
+    (single,) = [entry["result"] for entry in alone["results"]]
+    assert len(single["rows"]) > len(shares[0]["rows"])  # one op alone keeps the default
+    assert not any("share" in note for note in single["notes"])
+    (lowered,) = [entry["result"] for entry in asked["results"]]
+    assert len(orjson.dumps(lowered["rows"])) <= ANSWER_ROW_BYTES
+    assert any("max_bytes was" in note and "save_to" in note for note in lowered["notes"])
