@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ValidationError
 
+from khive.answer_fit import fit_answer
 from khive.audit.trail import RequestTrail
 from khive.context import Context
 from khive.dsl.nodes import Mode, Op, Ref, Request
@@ -81,7 +82,8 @@ async def dispatch(request: Request, ctx: Context) -> dict[str, Any]:
             await trail.close(failure=exc)
         raise
     await trail.close(outcomes)
-    return _envelope(outcomes, ctx, request_id)
+    envelope = _envelope(outcomes, ctx, request_id)
+    return fit_answer(envelope) if ctx.on_wire else envelope  # an MCP answer over 1 MiB reaches no client
 
 
 async def _run_parallel(ops: tuple[Op, ...], ctx: Context, trail: RequestTrail) -> list[_Outcome]:

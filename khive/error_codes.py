@@ -37,6 +37,9 @@ REQUEST = (
        "run them in a chain (`|`) or in separate requests"),
     _c("ref_error", "a `$prev` path names nothing in the previous result", "substituting `$prev` in a chain",
        "check the previous verb's result shape in docs/verbs.md"),
+    _c("answer_too_large", "an op's result did not fit in its MCP answer (1 MB with the others)", "after every "
+       "op of an MCP request ran: the largest results are left out", "the op ran (details.succeeded): ask for it "
+       "alone, narrower, or with save_to"),
     _c("result_too_deep", "a result nests deeper than server.maxResultDepth", "after a handler returns",
        "a pack bug, or raise the limit in khive.yaml"),
     _c("unencodable_value", "a result holds a value the value rule cannot encode", "encoding a result "

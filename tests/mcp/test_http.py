@@ -18,6 +18,7 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp_helpers import ServeProcess, audit_events, clean_env, free_port, leaves, run_khive
 
+from khive.answer_fit import MAX_ANSWER_BYTES, answer_bytes
 from khive.mcp_server import INVALID_PARAMS, TOOL_NAME
 from khive.values import ANSWER_ROW_BYTES
 
@@ -201,3 +202,26 @@ async def test_a_batch_of_large_results_reaches_the_sdk_client(project: Path, kh
     (lowered,) = [entry["result"] for entry in asked["results"]]
     assert len(orjson.dumps(lowered["rows"])) <= ANSWER_ROW_BYTES
     assert any("max_bytes was" in note and "save_to" in note for note in lowered["notes"])
+
+
+async def test_results_that_would_pass_1_mib_are_left_out_with_a_typed_error(project: Path,
+                                                                            khive_serve: Serve) -> None:
+    # Eight echoes of up to 120 KB: the answer carries them twice, over 1.4 MB in all, which the SDK's HTTP client
+    # refuses whole. The fewest, largest results are left out so that the rest arrive.
+    sizes = [60_000, 60_000, 60_000, 60_000, 60_000, 60_000, 59_000, 10]
+    ops = "[" + ", ".join(f'ping(echo="{"é" * size}")' for size in sizes) + "]"
+    server = khive_serve(project, env=clean_env(KHIVE_HTTP_TOKEN="secret"))
+    with anyio.fail_after(60):
+        async with connect(server.url, "secret") as client:
+            envelope = await call_with_id(client, ops, "echoes")
+    assert answer_bytes(envelope) <= MAX_ANSWER_BYTES
+    left_out = [index for index, entry in enumerate(envelope["results"]) if not entry["ok"]]
+    assert left_out and 7 not in left_out and 6 not in left_out  # the largest go first, the small ones stay
+    for index in left_out:
+        error = envelope["results"][index]["error"]
+        assert error["code"] == "answer_too_large" and error["details"]["succeeded"] is True
+        assert "save_to" in error["message"]
+    kept = [entry["result"]["echo"] for entry in envelope["results"] if entry["ok"]]
+    assert len(kept) == len(sizes) - len(left_out) and "é" * 10 in kept
+    assert envelope["summary"] == {"total": 8, "succeeded": len(kept), "failed": len(left_out), "aborted": 0}
+    assert envelope["status"] == "partial"
