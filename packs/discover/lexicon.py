@@ -46,6 +46,7 @@ ROUTE_WHERE = {WHERE_NAME: 1.0, WHERE_COLUMN: 0.5}
 STRONG_INFERRED = 0.95  # an inferred key this sure links schemas like a declared one
 ROUTE_OTHER = 0.7  # anything else (comments, borrowed names) counts this share of its strength
 NOTE_WHERES = (WHERE_TABLE_NOTE, WHERE_COLUMN_NOTE)
+VIEW_KINDS = ("view", "materialized_view")
 Keyed = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]  # (word, table, column) rows
 _COPY_SUFFIX = re.compile(r"_(?=[a-z_]*\d)[a-z0-9_]+\Z|_(old|bak|backup|copy|tmp|temp)\Z", re.I)
 
@@ -63,6 +64,7 @@ class Table:
     columns: dict[str, str] = field(default_factory=dict)  # column doc id -> column name
     borrowed: frozenset[str] = frozenset()  # name words that are the names of tables it references
     copies: list[str] = field(default_factory=list)  # folded partitions / copies (doc ids)
+    view: bool = False  # a view or materialized view: it restates words of the tables it reads
 
 
 @dataclass(frozen=True)
@@ -154,16 +156,17 @@ def build(index: RetrievalIndex) -> Lexicon:
     ``created_at``) and comments across thousands of tables: each distinct one is split into words once, and
     the (word, table, column) rows of all the columns are resolved with numpy, not one at a time."""
     generation = index.generation
-    table_rows = index.outline(["table"], ["comment", "description", "estimatedRows", "partitionOf"])
+    table_rows = index.outline(["table"], ["comment", "description", "estimatedRows", "partitionOf", "kind"])
     # A column document's metadata holds the catalog's comment; its description (people's, in the shard) is in
     # the document's text, not in its metadata (packs/scan/index.py). Its samples name things (``value_text``).
     column_rows = index.outline(["column"], ["comment", "samples"], titles=False)
     tables: dict[str, Table] = {}
     notes: dict[str, str] = {}
-    for doc_id, connection, title, comment, description, rows, _parent in table_rows:
+    for doc_id, connection, title, comment, description, rows, _parent, kind in table_rows:
         db, _, name = str(title).partition(".")
         tables[doc_id] = Table(doc_id, connection, db, name, 0, int(rows) if isinstance(rows, (int, float)) else None,
-                               frozenset(key(w) for w in identifier_words(name)), name_parts(name))
+                               frozenset(key(w) for w in identifier_words(name)), name_parts(name),
+                               view=kind in VIEW_KINDS)
         notes[doc_id] = " ".join(str(t) for t in (description, comment) if t)
     table_ids = list(tables)
     numbers = {table_id: n for n, table_id in enumerate(table_ids)}

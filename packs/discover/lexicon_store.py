@@ -37,7 +37,7 @@ from packs.discover.lexicon import Lexicon, Posting, Table
 if TYPE_CHECKING:
     from khive.index.engine import RetrievalIndex
 
-FORMAT = 2  # 2: no column_ids member (they are the tables' columns in order)
+FORMAT = 3  # 2: no column_ids member (they are the tables' columns in order); 3: tables say whether they are views
 _POSTING_ARRAYS = ("tables", "where", "evidence", "columns")
 
 
@@ -109,7 +109,7 @@ def write(target: Path, key: str, lex: Lexicon) -> None:
     rest = {
         "format": FORMAT,
         "tables": [[t.doc_id, t.connection, t.db, t.name, t.unit, t.rows, sorted(t.name_keys), sorted(t.name_parts),
-                    list(t.columns), sorted(t.borrowed), t.copies] for t in lex.tables.values()],
+                    list(t.columns), sorted(t.borrowed), t.copies, t.view] for t in lex.tables.values()],
         "words": list(lex.postings), "phrases": list(lex.phrases), "parts": list(lex.name_part_tables),
         "tokens": sorted(lex.tokens), "units": list(lex.units.items()),
         "unit_keys": [[unit, sorted(words)] for unit, words in lex.unit_keys.items()], "folded": lex.folded,
@@ -164,9 +164,11 @@ def _unpacked(arrays: dict[str, np.ndarray[Any, Any]], generation: int) -> Lexic
     if rest.get("format") != FORMAT:
         raise ValueError("another format")
     tables: dict[str, Table] = {}
-    for doc_id, connection, db, name, unit, rows, name_keys, name_parts, columns, borrowed, copies in rest["tables"]:
+    for doc_id, connection, db, name, unit, rows, name_keys, name_parts, columns, borrowed, copies, view \
+            in rest["tables"]:
         tables[doc_id] = Table(doc_id, connection, db, name, unit, rows, frozenset(name_keys), frozenset(name_parts),
-                               {column: column.rpartition(".")[2] for column in columns}, frozenset(borrowed), copies)
+                               {column: column.rpartition(".")[2] for column in columns}, frozenset(borrowed), copies,
+                               view)
     words = rest["words"]
     postings = dict(zip(words, _postings(arrays, "posting", len(words)), strict=True))
     phrases = [(a, b) for a, b in rest["phrases"]]

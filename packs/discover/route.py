@@ -60,7 +60,7 @@ REACH = 3  # fill to the list's depth with tables at most this many joins from t
 CONTESTED = 0.95  # a runner-up unit this close to the best (its share) contests the list
 CONTESTED_SLOTS = 5  # then each unit keeps its routing bonus for this many tables only
 VIEW = 0.3  # first ranks a view is lowered by, below the tables it reads
-VIEW_KINDS = ("view", "materialized_view")
+VIEW_EVIDENCE = 0.5  # routing: a view restates its tables' words and a reporting view's name speaks for them
 PHRASE = 0.85  # two adjacent question words written together in one column name: above a column word (0.7)
 
 
@@ -184,7 +184,7 @@ def route(terms: Sequence[Term], weights: list[float], lexicon: Lexicon, scored:
     big schema must not win by touching each word somewhere else."""
     mass: dict[int, float] = {}
     for entry in scored.values():
-        row = list(entry.evidence)
+        row = [VIEW_EVIDENCE * value for value in entry.evidence] if entry.table.view else list(entry.evidence)
         for other in lexicon.adjacent.get(entry.table.doc_id, ()):
             neighbour = scored.get(other)
             if neighbour is not None:
@@ -373,13 +373,12 @@ def _entry(lexicon: Lexicon, scored: dict[str, Scored], table_id: str, n_terms: 
     return entry
 
 
-def _views_after_tables(best: list[Scored], rows: dict[str, dict[str, Any]]) -> None:
+def _views_after_tables(best: list[Scored]) -> None:
     """A view restates the words of the tables it reads (``film_list`` holds film, category and actor columns),
     so it covers a question as well as they do together; it is lowered by VIEW so the tables an analyst
     joins come first and the view follows as a shortcut. The list is re-sorted in place."""
     for entry in best:
-        row = rows.get(entry.table.doc_id)
-        if row is not None and row["metadata"].get("kind") in VIEW_KINDS:
+        if entry.table.view:
             entry.structure["view"] = -VIEW
             entry.flags.append("view")
     best.sort(key=lambda e: (-e.score, e.table.doc_id))
@@ -420,7 +419,7 @@ def apply(index: RetrievalIndex, lexicon: Lexicon, found: dict[str, Candidate], 
                 if previous is None or previous[1] < strength:
                     columns[column] = (entry, strength)
     rows = {row["id"]: row for row in index.rows([e.table.doc_id for e in best])}
-    _views_after_tables(best, rows)
+    _views_after_tables(best)
     unit_rank = first_rank()
     for position, entry in enumerate(best, start=1):
         row = rows.get(entry.table.doc_id)

@@ -9,8 +9,12 @@ from typing import Any
 
 import duckdb
 import pytest
-from discover_project import Call
+from discover_project import PACKS, Call
 
+from khive.bootstrap import open_runtime
+from khive.context import CLI, Context
+from khive.dispatch import dispatch
+from khive.dsl import parse
 from khive.scaffold import init_project
 
 pytestmark = pytest.mark.anyio
@@ -206,6 +210,59 @@ async def test_a_view_follows_the_tables_it_restates(pooled: Call) -> None:
     ids = [ref["id"] for ref in refs]
     assert ids[:3] == ["cinema.movie", "cinema.language", "cinema.movie_list"]
     assert "view" in refs[2]["flags"]
+
+
+# A rental business whose reporting views are named by what they sum, beside a trading company's staff tables.
+REPORTING_DDL = """
+CREATE SCHEMA rentals;
+CREATE TABLE rentals.store (store_id INTEGER PRIMARY KEY, city VARCHAR);
+CREATE TABLE rentals.staff (staff_id INTEGER PRIMARY KEY, store_id INTEGER REFERENCES rentals.store (store_id),
+                            first_name VARCHAR);
+CREATE TABLE rentals.rental (rental_id INTEGER PRIMARY KEY, staff_id INTEGER REFERENCES rentals.staff (staff_id));
+CREATE VIEW rentals.sales_by_store AS SELECT s.city AS store, st.first_name AS manager, count(*) AS total_sales
+    FROM rentals.store s JOIN rentals.staff st ON st.store_id = s.store_id GROUP BY s.city, st.first_name;
+CREATE VIEW rentals.sales_by_staff AS SELECT first_name AS staff, count(*) AS total_sales FROM rentals.staff
+    GROUP BY first_name;
+CREATE SCHEMA trade;
+CREATE TABLE trade.employees (employee_id INTEGER PRIMARY KEY, last_name VARCHAR, title VARCHAR);
+CREATE TABLE trade.territories (territory_id VARCHAR PRIMARY KEY, territory_description VARCHAR);
+CREATE TABLE trade.employee_territories (employee_id INTEGER REFERENCES trade.employees (employee_id),
+                                         territory_id VARCHAR REFERENCES trade.territories (territory_id));
+CREATE TABLE trade.orders (order_id INTEGER PRIMARY KEY, employee_id INTEGER REFERENCES trade.employees (employee_id));
+CREATE SCHEMA records;
+CREATE TABLE records.employee (employee_id INTEGER PRIMARY KEY, reports_to INTEGER, title VARCHAR);
+CREATE TABLE records.customer (customer_id INTEGER PRIMARY KEY,
+                               support_rep_id INTEGER REFERENCES records.employee (employee_id));
+CREATE TABLE records.invoice (invoice_id INTEGER PRIMARY KEY,
+                              customer_id INTEGER REFERENCES records.customer (customer_id), total DECIMAL);
+CREATE TABLE records.region (region_id INTEGER PRIMARY KEY, label VARCHAR);
+CREATE SCHEMA weather;
+CREATE TABLE weather.region (region_id INTEGER PRIMARY KEY, label VARCHAR);
+CREATE TABLE weather.reading (region_id INTEGER REFERENCES weather.region (region_id), rain_mm DECIMAL);
+"""
+
+
+async def test_a_reporting_views_name_routes_weakly(tmp_path: Path) -> None:
+    # On realworld-pg, sakila's views sales_by_store and sales_by_film_category took "What sales territories does
+    # each employee cover?" from northwind's tables: a view restates the words of the tables it reads, and a
+    # word of its name ("sales") labels a sum, not a table; as routing evidence a view counts VIEW_EVIDENCE
+    root = tmp_path / "reporting"
+    init_project(root, "ann")
+    duckdb.connect(str(root / "wh.duckdb")).execute(REPORTING_DDL).close()
+    config = root / "khive.yaml"
+    config.write_text(config.read_text().replace("connections: {}",
+                                                 "connections:\n  wh: {driver: duckdb, path: wh.duckdb}"))
+    runtime = open_runtime(root, {"KHIVE_PACKS": PACKS})
+    try:
+        ctx = Context(runtime, "operator:ann", CLI, presentation="verbose")
+        scanned = await dispatch(parse('scan.run(connection="wh")'), ctx)
+        assert scanned["results"][0]["ok"], scanned
+        found = await dispatch(parse('discover.search(query="What sales territories does each employee cover?", '
+                                     'kinds=["table"], limit=10)'), ctx)
+    finally:
+        await runtime.aclose()
+    ids = [ref["id"] for ref in found["results"][0]["result"]["refs"]]
+    assert set(ids[:3]) == {"trade.employees", "trade.territories", "trade.employee_territories"}, ids
 
 
 async def test_a_link_table_no_word_names_joins_the_two_it_links(pooled: Call) -> None:
