@@ -10,14 +10,24 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from khive.connections.catalog import CatalogSnapshot, Column, ColumnSample, ExcludedObject, ForeignKey, Table
 from khive.connections.config import ConnectionConfig
 from khive.connections.driver import HoldsConnection, QueryResult
-from khive.connections.types import build_column, query_result, quote, sample_sql, sample_tables, schema_selected
+from khive.connections.types import (
+    ReadRows,
+    build_column,
+    in_chunks,
+    query_result,
+    quote,
+    read_rows,
+    sample_sql,
+    sample_tables,
+    schema_selected,
+)
 from khive.errors import KhiveError
 from khive.values import DEFAULT_SHOWN, Shown
 
@@ -92,15 +102,22 @@ class SqliteDriver(HoldsConnection[sqlite3.Connection]):
     def _run(self, sql: str, params: Sequence[Any] = (), *, timeout_s: float, limit: int | None = None,
              values: bool = False) -> tuple[list[tuple[Any, ...]], Any]:
         """``values``: the rows are data (samples, query results), so text that is not UTF-8 stays bytes."""
+        read, description = self._read(sql, params, timeout_s=timeout_s, values=values, fetch=lambda cursor: ReadRows(
+            cursor.fetchall() if limit is None else cursor.fetchmany(limit), unread=False))
+        return read.rows, description
+
+    def _read(self, sql: str, params: Sequence[Any] = (), *, timeout_s: float, values: bool,
+              fetch: Callable[[sqlite3.Cursor], ReadRows]) -> tuple[ReadRows, Any]:
+        """The statement's rows as ``fetch`` reads them from its cursor, within the deadline."""
         conn = self._db()
         deadline = time.monotonic() + timeout_s
         conn.set_progress_handler(lambda: int(time.monotonic() > deadline), _PROGRESS_STEPS)
         conn.text_factory = _value_text if values else _text
         try:
             cursor = conn.execute(sql, params)
-            rows = cursor.fetchall() if limit is None else cursor.fetchmany(limit)
+            read = fetch(cursor)
             cursor.close()
-            return rows, cursor.description
+            return read, cursor.description
         except sqlite3.Error as exc:
             raise self._error(exc, timeout_s) from None
         finally:
@@ -222,13 +239,15 @@ class SqliteDriver(HoldsConnection[sqlite3.Connection]):
                 shown: Shown = DEFAULT_SHOWN) -> QueryResult:
         started = time.perf_counter()
         try:
-            rows, description = self._run(sql, timeout_s=timeout_s, limit=limit + 1, values=True)
+            # rows a batch at a time, and no more than the result can show (ADR 0053)
+            read, description = self._read(sql, timeout_s=timeout_s, values=True, fetch=lambda cursor: read_rows(
+                in_chunks(cursor.fetchmany), limit, shown))
         finally:
             if self._conn is not None:  # a PRAGMA query_only = OFF that slipped through lasts one statement
                 self._conn.execute("PRAGMA query_only = ON")
         names = [item[0] for item in description or ()]
-        return query_result([{"name": name, "type": _value_type(rows, i)} for i, name in enumerate(names)],
-                            rows, limit, started, shown=shown)
+        return query_result([{"name": name, "type": _value_type(read.rows, i)} for i, name in enumerate(names)],
+                            read.rows, limit, started, shown=shown, unread=read.unread)
 
 
 _PY_TYPES: dict[type, str] = {int: "INTEGER", float: "REAL", str: "TEXT", bytes: "BLOB"}

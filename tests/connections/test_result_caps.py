@@ -3,6 +3,7 @@ PostgreSQL a statement whose rows outgrow that is cancelled instead of read whol
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,20 @@ def test_duckdb_stops_reading_rows_that_outgrow_the_result(duck: Path) -> None:
     answer = _ok(_execute(duck, {}, "SELECT i, repeat('z', 1000000) AS body FROM range(40) t(i)", limit=40))
     assert answer["truncated"] and 1 <= answer["rowCount"] <= 9
     assert any("reading stopped" in note for note in answer["notes"])
+
+
+def test_sqlite_stops_reading_rows_that_outgrow_the_result(tmp_path: Path) -> None:
+    # SQLite fetched limit + 1 rows whole before looking at them: 40 rows of 1 MB were all read for a 256 KiB answer
+    root = _project(tmp_path / "p", "sqlite", "path: wh.sqlite")
+    with sqlite3.connect(root / "wh.sqlite") as db:
+        db.execute("CREATE TABLE docs (id INTEGER PRIMARY KEY, body TEXT)")
+        db.executemany("INSERT INTO docs VALUES (?, ?)", [(i, "z" * 1_000_000) for i in range(40)])
+    answer = _ok(_execute(root, {}, "SELECT id, body FROM docs ORDER BY id", limit=40))
+    assert answer["truncated"] and 1 <= answer["rowCount"] <= 9
+    assert answer["rows"][0] == [0, "z" * DEFAULT_SHOWN.text_chars + CUT]
+    assert any("reading stopped" in note for note in answer["notes"])
+    everything = _ok(_execute(root, {}, "SELECT id, length(body) AS n FROM docs ORDER BY id", limit=40))
+    assert everything["rowCount"] == 40 and not everything["truncated"]
 
 
 def test_a_single_row_over_the_cap_is_named_as_such(duck: Path) -> None:
