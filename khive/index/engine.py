@@ -196,6 +196,7 @@ class RetrievalIndex:
         try:
             self._write(current, {}, set(), report, from_nothing=True, in_child=True)
             writer.commit()
+            log.info("index: built from nothing, %d files, written by a second process", report.reindexed)
             return report
         except (WriterGone, NeedsOneByOne) as exc:
             log.warning("index: the build in a second process did not finish (%s): building in this process", exc)
