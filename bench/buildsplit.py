@@ -9,7 +9,7 @@ interpreter that opens the runtime and builds the index from nothing with ``refr
 
 - ``inline``: ``index.build_process`` off, every row written by the index's own connection;
 - ``child``: ``khive.index.buildprocess``, the writes made by a child process while this one makes the next rows
-  (the minimum size set to 0, so it is taken whatever the project's size).
+  (the minimum size set to 0 and no load limit, so it is taken whatever the project's size and the load).
 
 One JSON line per run: wall and CPU seconds of the build (the parent's, and the child's from ``RUSAGE_CHILDREN``),
 the load average, and ``khive.index.store.rows_digest`` of the index built, which must be equal between the two
@@ -19,6 +19,7 @@ ways. A last line sums the pairs.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import resource
 import subprocess
@@ -45,7 +46,7 @@ def one_run(project: Path, way: str) -> dict[str, Any]:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{index}{suffix}").unlink(missing_ok=True)
     runtime = open_runtime(project, {"WH_URL": "postgresql://bench@nowhere/bench"})
-    runtime.index.build_process = BuildProcess(min_bytes=0) if way == "child" else None
+    runtime.index.build_process = BuildProcess(min_bytes=0, max_load=math.inf) if way == "child" else None
     cpu, wall = time.process_time(), time.perf_counter()
     report = runtime.index.refresh()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu

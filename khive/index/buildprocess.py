@@ -44,14 +44,19 @@ _CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from khive.index.buildchi
 
 @dataclass(frozen=True, slots=True)
 class BuildProcess:
-    """When a build from nothing writes through a second process: files of at least ``min_bytes`` in all, and a
-    second core to run it on. ``python``: the interpreter to start (this one by default)."""
+    """When a build from nothing writes through a second process: files of at least ``min_bytes`` in all, more than
+    one CPU, and a 1-minute load average of at most ``max_load`` (None: the CPUs less a half, about one core free).
+    It gains wall time only while a core is free, and always costs CPU (ADR 0055, 0056). ``python``: the
+    interpreter to start (this one by default)."""
 
     min_bytes: int = DEFAULT_MIN_BYTES
+    max_load: float | None = None
     python: str = sys.executable
 
     def wanted(self, file_bytes: int) -> bool:
-        return file_bytes >= self.min_bytes and (os.cpu_count() or 1) > 1
+        cpus = os.cpu_count() or 1
+        limit = self.max_load if self.max_load is not None else cpus - 0.5
+        return file_bytes >= self.min_bytes and cpus > 1 and os.getloadavg()[0] <= limit
 
 
 class WriterGone(Exception):

@@ -30,7 +30,8 @@ def pages(project: Path, count: int) -> None:
 def configured(project: Path, *, build_process: bool) -> None:
     config = project / "khive.yaml"
     text = config.read_text().split("\nindex:")[0]
-    config.write_text(f"{text}\nindex: {{build_process: {str(build_process).lower()}, build_process_min_mb: 0}}\n")
+    config.write_text(f"{text}\nindex: {{build_process: {str(build_process).lower()}, build_process_min_mb: 0, "
+                      f"build_process_max_load: 1000}}\n")
 
 
 def digest(project: Path) -> str:

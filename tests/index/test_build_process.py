@@ -9,6 +9,7 @@ which process to kill, are known without looking inside the index.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import sqlite3
@@ -47,6 +48,11 @@ def wrapper(folder: Path, before: str = "") -> Path:
     script.write_text(f'#!/bin/sh\necho $$ >> "{folder}/children"\n{before}\nexec "{sys.executable}" "$@"\n')
     script.chmod(0o755)
     return script
+
+
+def always(python: Path | str = sys.executable) -> BuildProcess:
+    """A second process for any project and at any load."""
+    return BuildProcess(min_bytes=0, max_load=math.inf, python=str(python))
 
 
 def children(folder: Path) -> list[int]:
@@ -101,7 +107,7 @@ def test_a_build_in_a_second_process_stores_the_rows_of_one_in_process(tmp_path:
     project = tmp_path / "project"
     generated(project)
     expected = built_in_process(project)
-    index = open_index(project, BuildProcess(min_bytes=0, python=str(wrapper(tmp_path))))
+    index = open_index(project, always(wrapper(tmp_path)))
     try:
         outcome: list[object] = []  # refreshed by a worker thread, as the daemon's are
         worker = threading.Thread(target=lambda: outcome.append(index.refresh()))
@@ -116,10 +122,11 @@ def test_a_build_in_a_second_process_stores_the_rows_of_one_in_process(tmp_path:
     assert split_warnings(caplog) == [] and reaped(child)
 
 
-def test_a_small_project_or_the_switch_off_builds_in_process(tmp_path: Path) -> None:
+def test_a_small_project_a_loaded_machine_or_the_switch_off_build_in_process(tmp_path: Path) -> None:
     project = tmp_path / "project"
     generated(project)
-    for process in (BuildProcess(python=str(wrapper(tmp_path))), None):  # a few KB, under the default minimum
+    script = str(wrapper(tmp_path))  # a few KB, under the default minimum; a machine whose cores are taken; off
+    for process in (BuildProcess(python=script), BuildProcess(min_bytes=0, max_load=-1.0, python=script), None):
         _delete_index(project)
         index = open_index(project, process)
         try:
@@ -135,7 +142,7 @@ def test_a_child_that_does_not_run_leaves_the_build_to_this_process(tmp_path: Pa
     project = tmp_path / "project"
     generated(project)
     expected = built_in_process(project)
-    index = open_index(project, BuildProcess(min_bytes=0, python=python))
+    index = open_index(project, always(python))
     try:
         with caplog.at_level(logging.WARNING, SPLIT_LOG):
             index.refresh()
@@ -159,7 +166,7 @@ def test_a_child_killed_mid_build_leaves_the_build_to_this_process(tmp_path: Pat
             killed.append(children(tmp_path)[0])
             os.kill(killed[0], signal.SIGKILL)
 
-    index = open_index(project, BuildProcess(min_bytes=0, python=str(wrapper(tmp_path))), kill_the_child)
+    index = open_index(project, always(wrapper(tmp_path)), kill_the_child)
     try:
         with caplog.at_level(logging.WARNING, SPLIT_LOG):
             index.refresh()
@@ -176,7 +183,7 @@ def test_an_id_in_two_files_leaves_the_build_to_this_process(tmp_path: Path,
     project = tmp_path / "project"
     project_files(project)  # ids two files share, refused edges, a file that is not JSON
     expected = built_in_process(project)
-    index = open_index(project, BuildProcess(min_bytes=0, python=str(wrapper(tmp_path))))
+    index = open_index(project, always(wrapper(tmp_path)))
     try:
         with caplog.at_level(logging.WARNING, SPLIT_LOG):
             index.refresh()
@@ -194,7 +201,7 @@ def test_a_file_that_fails_in_a_build_in_a_second_process_is_recorded_as_in_proc
     (project / "cat" / "e.jsonl").write_text("not json")
     write(project, "f.jsonl", [{"column": "table:wh:odd"}, {"table": "v.t", "columns": ["a"], "fk": ["odd"]}])
     expected = built_in_process(project)
-    index = open_index(project, BuildProcess(min_bytes=0, python=str(wrapper(tmp_path))))
+    index = open_index(project, always(wrapper(tmp_path)))
     try:
         errors = index.refresh().errors
         assert rows_digest(index.db) == expected
@@ -204,7 +211,7 @@ def test_a_file_that_fails_in_a_build_in_a_second_process_is_recorded_as_in_proc
 
 
 _KILLED_PARENT = """
-import os, signal, sys
+import math, os, signal, sys
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
 from test_build_process import open_index
@@ -214,7 +221,7 @@ def die(path):
     if path == "cat/c.jsonl":
         os.kill(os.getpid(), signal.SIGKILL)
 
-open_index(Path(sys.argv[2]), BuildProcess(min_bytes=0, python=sys.argv[3]), die).refresh()
+open_index(Path(sys.argv[2]), BuildProcess(min_bytes=0, max_load=math.inf, python=sys.argv[3]), die).refresh()
 """
 
 
@@ -238,7 +245,7 @@ def test_a_parent_killed_mid_build_leaves_the_index_as_it_was(tmp_path: Path) ->
     while _running(child) and time.monotonic() < deadline:  # it exits on its own (the lock is not proof)
         time.sleep(0.05)
     assert not _running(child)
-    index = open_index(project, BuildProcess(min_bytes=0))
+    index = open_index(project, always())
     try:
         index.refresh()  # the next refresh builds it again, whole
         assert rows_digest(index.db) == expected
@@ -260,7 +267,7 @@ def test_an_index_built_while_the_lock_moved_to_the_child_is_not_built_again(
     generated(project)
     expected = built_in_process(project)
     other = sqlite3.connect(project / ".khive" / "index.sqlite", isolation_level=None)  # another process's
-    index = open_index(project, BuildProcess(min_bytes=0, python=str(wrapper(tmp_path))))
+    index = open_index(project, always(wrapper(tmp_path)))
     try:
         other.execute("BEGIN IMMEDIATE")  # the index still holds nothing when the parent looks
         worker = threading.Thread(target=index.refresh)
@@ -285,7 +292,7 @@ def test_answers_after_a_build_in_a_second_process_are_the_in_process_ones(tmp_p
     project = tmp_path / "project"
     generated(project)
     built = []
-    for process in (None, BuildProcess(min_bytes=0)):
+    for process in (None, always()):
         _delete_index(project)
         index = open_index(project, process)
         try:
