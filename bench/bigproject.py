@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -231,6 +232,8 @@ def main() -> None:
     parser.add_argument("--until-first-search", "--first-search-only", dest="until_first_search",
                         action="store_true", help="stop after the first search and its baselines, then time the "
                         "index build alone (the ratios of #17/#18)")
+    parser.add_argument("--keep", type=Path, help="with --until-first-search: copy the scanned project (no .git) "
+                        "there before the directory is removed (for bench/buildsplit.py)")
     args = parser.parse_args()
     out: dict[str, Any] = {"bench": "bigproject", "tables_asked": args.tables, "templates": args.templates,
                            "load_start": os.getloadavg()}
@@ -289,6 +292,8 @@ def main() -> None:
             phases["index_build_s"] = index_build(project, env)  # the first search's build again, alone
             out["index_build_vs_bare_fts5"] = round(phases["index_build_s"] / fts_scan_s, 2)
             out["load_end"] = os.getloadavg()
+            if args.keep:
+                shutil.copytree(project, args.keep, ignore=shutil.ignore_patterns(".git"))
             print(orjson.dumps(out).decode())
             return
         print(orjson.dumps({"partial": {**out, "phases": phases, "bare_fts5_scan_docs_s": fts_scan_s}}).decode(),

@@ -68,7 +68,9 @@ from khive.dispatch import dispatch  # noqa: E402
 from khive.dsl import parse  # noqa: E402
 from khive.scaffold import init_project  # noqa: E402
 
-WORKLOADS = ROOT.parent / "shared" / "data" / "workloads"
+# ../shared beside the clone (CI), or two levels up from a worktree under wt/ (as bench/devwarehouse.py)
+WORKLOADS = next((base / "shared" / "data" / "workloads" for base in (ROOT.parent, ROOT.parent.parent)
+                  if (base / "shared" / "data").is_dir()), ROOT.parent / "shared" / "data" / "workloads")
 SEED = 20260511
 DIALECT = "postgres"
 CONNECTION = "tpc"

@@ -21,6 +21,7 @@ from khive.envref import resolve
 from khive.errors import ConfigError, NotFound
 from khive.gate import Gate, Rule
 from khive.hookspecs import EdgeRule, EmbedderSpec, PackInfo
+from khive.index.buildprocess import BuildProcess
 from khive.index.engine import RetrievalIndex
 from khive.limits import Limits
 from khive.plugins import (
@@ -204,5 +205,7 @@ def open_index(runtime: Runtime) -> RetrievalIndex:
                               details={"available": sorted(runtime.embedders),
                                        "fix": f"use one of: {', '.join(sorted(runtime.embedders))}"})
         embedder = spec.factory()
+    build_process = BuildProcess(min_bytes=int(section.build_process_min_mb * 1024 * 1024),
+                                 max_load=section.build_process_max_load) if section.build_process else None
     return RetrievalIndex(runtime.project, sources, embedder=embedder, edge_rules=runtime.edge_rules,
-                          watch=section.watch, limits=runtime.limits)
+                          watch=section.watch, limits=runtime.limits, build_process=build_process)

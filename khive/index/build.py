@@ -11,6 +11,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 
+class NeedsOneByOne(Exception):
+    """A build from nothing in a second process met what only the one-by-one path does (an id in two files or twice
+    in one): that path reads the build's own rows, which only the writer process sees (ADR 0056)."""
+
+
 @dataclass
 class BuildState:
     # every id a file of this build gave: a superset of the index's (a file that failed keeps its ids here), so a
@@ -18,6 +23,8 @@ class BuildState:
     written: set[str] = field(default_factory=set)
     # id -> kind of every document the index holds now: the targets of a file's edges are checked against it
     kinds: dict[str, str] = field(default_factory=dict)
+    # the writes go to a second process (khive.index.buildprocess): reads see none of them
+    in_child: bool = False
 
     def forget(self, ids: Iterable[str]) -> None:
         """``ids`` left the index (a file's documents deleted)."""

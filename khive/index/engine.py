@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import orjson
@@ -26,7 +26,8 @@ from khive.gcpause import paused_gc
 from khive.index import edgestore, leanrows, links, vectorblob
 from khive.index import outline as outline_mod
 from khive.index import search as search_mod
-from khive.index.build import BuildState
+from khive.index.build import BuildState, NeedsOneByOne
+from khive.index.buildprocess import BuildProcess, ChildWriter, WriterGone, holds_nothing
 from khive.index.documents import (
     FIELDS,
     Document,
@@ -42,6 +43,7 @@ from khive.index.documents import (
 )
 from khive.index.edgerules import EdgeRuleError, EdgeRules
 from khive.index.embed import CellEmbedder, Embedder
+from khive.index.newrows import file_rows
 from khive.index.scanstat import oldest_first, stat_walk_paths
 from khive.index.store import (
     BUILD_PAGE_CACHE,
@@ -53,10 +55,10 @@ from khive.index.store import (
     drop_secondary_indexes,
     existing_ids,
     insert_doc,
-    insert_new_docs,
     is_empty,
     is_shadowed,
     kinds_of,
+    next_rowid,
     page_cache_size,
     set_page_cache_size,
     shadowed_files,
@@ -85,14 +87,17 @@ class RefreshReport:
 class RetrievalIndex:
     def __init__(self, project: Path, sources: Sequence[IndexSource], *, embedder: Embedder | None = None,
                  edge_rules: Sequence[EdgeRule] = (), database: Path | None = None, watch: bool = True,
-                 limits: Limits = DEFAULT_LIMITS):
+                 limits: Limits = DEFAULT_LIMITS, build_process: BuildProcess | None = None):
+        """``build_process``: when a build from nothing writes through a second process (None: never)."""
         self.project = project.resolve()
         self.limits = limits  # sources parse files under these, whoever triggers the refresh
         self.sources = {source.name: source for source in sources}
         self.embedder = embedder
         self._rules = EdgeRules(edge_rules)
         self.edge_rules = self._rules.rules
-        self.db = connect(database or self.project / ".khive" / "index.sqlite")
+        self.database = database or self.project / ".khive" / "index.sqlite"
+        self.db = connect(self.database)
+        self.build_process = build_process
         self._lock = threading.RLock()
         self._watch = watch
         self._watcher: ChangeWatcher | None = None
@@ -133,37 +138,72 @@ class RetrievalIndex:
             for source in self.sources.values():
                 if owns_relative(source, relative):
                     current[(source.name, relative)] = stamp
-        cache = page_cache_size(self.db)
-        try:
-            with self._transaction():
-                # What the index holds, read under the write lock: a process that waited for another's build
-                # sees what it wrote instead of building it again.
-                stored = self._stored_items()
-                stale_sources = self._stale_sources()
-                # A build from nothing (the first search after a scan): the lookup indexes are made once at the
-                # end, in the same transaction, so a killed build leaves the index as it was, indexes included; and
-                # a page cache that holds what it writes, so no page is written out and read back before the commit.
-                from_nothing = bool(current) and is_empty(self.db)
-                if from_nothing:
-                    set_page_cache_size(self.db, BUILD_PAGE_CACHE)
-                    drop_secondary_indexes(self.db)
-                    self._build = BuildState()
-                for key in sorted(stored.keys() - current.keys()):  # first: a renamed file's ids are free again
-                    self._remove(key[0], key[1], report)
-                for key, stamp in sorted(current.items(), key=oldest_first):  # an id in two files: the newest's
-                    previous = stored.get(key)
-                    if previous is None or previous[:2] != stamp or key[0] in stale_sources:
-                        self._reindex(key[0], key[1],
-                                      previous[2] if previous and key[0] not in stale_sources else None,
-                                      report, holds_nothing=from_nothing)
-                if from_nothing:
-                    create_secondary_indexes(self.db)
-                self._record_source_versions()
-        finally:
-            set_page_cache_size(self.db, cache)  # memory back once written
-            self._build = None
+        built = self._build_in_child(current) if self._wants_child(current) else None
+        if built is not None:
+            report = built
+        else:
+            cache = page_cache_size(self.db)
+            try:
+                with self._transaction():
+                    # What the index holds, read under the write lock: a process that waited for another's build
+                    # sees what it wrote instead of building it again.
+                    stored = self._stored_items()
+                    self._write(current, stored, self._stale_sources(), report,
+                                from_nothing=bool(current) and is_empty(self.db))
+            finally:
+                set_page_cache_size(self.db, cache)  # memory back once written
+                self._build = None
         self._walked = True
         return self._finish(report)
+
+    def _write(self, current: Mapping[tuple[str, str], tuple[int, int]],
+               stored: Mapping[tuple[str, str], tuple[int, int, str]], stale_sources: set[str], report: RefreshReport,
+               *, from_nothing: bool, in_child: bool = False) -> None:
+        """A full refresh's writes, inside the caller's transaction (or the writer process's, ``in_child``)."""
+        # A build from nothing (the first search after a scan): the lookup indexes are made once at the end, in the
+        # same transaction, so a killed build leaves the index as it was, indexes included; and a page cache that
+        # holds what it writes, so no page is written out and read back before the commit.
+        if from_nothing:
+            set_page_cache_size(self.db, BUILD_PAGE_CACHE)
+            drop_secondary_indexes(self.db)
+            self._build = BuildState(in_child=in_child)
+        for key in sorted(stored.keys() - current.keys()):  # first: a renamed file's ids are free again
+            self._remove(key[0], key[1], report)
+        for key, stamp in sorted(current.items(), key=oldest_first):  # an id in two files: the newest's
+            previous = stored.get(key)
+            if previous is None or previous[:2] != stamp or key[0] in stale_sources:
+                self._reindex(key[0], key[1], previous[2] if previous and key[0] not in stale_sources else None,
+                              report, holds_nothing=from_nothing)
+        if from_nothing:
+            create_secondary_indexes(self.db)
+        self._record_source_versions()
+
+    def _wants_child(self, current: Mapping[tuple[str, str], tuple[int, int]]) -> bool:
+        return self.build_process is not None and bool(current) \
+            and self.build_process.wanted(sum(stamp[1] for stamp in current.values())) and holds_nothing(self.db)
+
+    def _build_in_child(self, current: Mapping[tuple[str, str], tuple[int, int]]) -> RefreshReport | None:
+        """A build from nothing whose writes a second process makes (ADR 0056, khive.index.buildprocess). None when
+        it did not commit: the index is as it was (nothing of the build in it), and the caller builds in process."""
+        assert self.build_process is not None
+        try:
+            writer = ChildWriter(self.db, self.database, self.build_process.python)
+        except OSError as exc:
+            log.warning("index: the writer process did not start (%s): building in this process", exc)
+            return None
+        real, report = self.db, RefreshReport(full=True)
+        self.db = cast(sqlite3.Connection, writer)  # the build's surface of a connection (see ChildWriter)
+        try:
+            self._write(current, {}, set(), report, from_nothing=True, in_child=True)
+            writer.commit()
+            log.info("index: built from nothing, %d files, written by a second process", report.reindexed)
+            return report
+        except (WriterGone, NeedsOneByOne) as exc:
+            log.warning("index: the build in a second process did not finish (%s): building in this process", exc)
+            return None
+        finally:
+            self.db, self._build = real, None
+            writer.close()
 
     def _partial_refresh(self, changed: set[Path]) -> RefreshReport:
         report = RefreshReport()
@@ -296,6 +336,8 @@ class RetrievalIndex:
         build = self._build
         clash = len(own) < len(ids) or bool(own & build.written if build is not None else existing_ids(self.db, ids))
         if build is not None:
+            if clash and build.in_child:
+                raise NeedsOneByOne(f"{relative}: an id in two files or twice in one")
             build.written |= own
         if clash:
             db = self.db
@@ -325,20 +367,28 @@ class RetrievalIndex:
                 continue
             edges.append(self._rules.checked(item, kinds) if item.edges else ())
             kinds[item.id] = item.kind
-        rowids = insert_new_docs(self.db, source_name, relative, items, edges, self._rules.implied)
-        self._store_vectors(rowids, items)
+        rows = file_rows(source_name, relative, next_rowid(self.db), items, edges, self._rules.implied)
+        vectors = self._vector_rows(rows.rowids, items)  # made before anything is written: a file that fails
+        rows.write(self.db)  # writes nothing (which a build in a second process relies on)
+        self._write_vectors(vectors)
         if build is not None:
             build.kinds.update(kinds)  # the targets' (known already) and these documents'
 
     def _store_vectors(self, rowids: Sequence[int], items: Sequence[Item]) -> None:
+        self._write_vectors(self._vector_rows(rowids, items))
+
+    def _vector_rows(self, rowids: Sequence[int], items: Sequence[Item]) -> list[tuple[int, str, bytes]]:
         if self.embedder is None or not items:
-            return
+            return []
         texts = [text for item in items for text in embed_texts(item)]
         stored = vectorblob.cell_blobs(self.embedder.cells(texts)) if isinstance(self.embedder, CellEmbedder) \
             else vectorblob.blobs(self.embedder.embed(texts).astype(np.float32, copy=False))
         name = self.embedder.name
-        self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
-                            [(rowid, name, blob) for rowid, blob in zip(rowids, stored, strict=True)])
+        return [(rowid, name, blob) for rowid, blob in zip(rowids, stored, strict=True)]
+
+    def _write_vectors(self, rows: list[tuple[int, str, bytes]]) -> None:
+        if rows:
+            self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
 
     # edges ----------------------------------------------------------------------------------
     def edge_problems(self, document: Document, kinds: Mapping[str, str] | None = None) -> list[str]:

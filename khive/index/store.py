@@ -6,6 +6,8 @@ a rebuild.
 
 from __future__ import annotations
 
+import hashlib
+import pickle
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -14,8 +16,8 @@ from typing import Any
 import orjson
 
 from khive.index import edgestore, leanrows
-from khive.index.documents import FIELDS, Document, Item
-from khive.index.newrows import INSERT_DOC, INSERT_EDGE, INSERT_FTS, doc_row, file_rows, fts_row
+from khive.index.documents import FIELDS, Document
+from khive.index.newrows import INSERT_DOC, INSERT_EDGE, INSERT_FTS, doc_row, fts_row
 from khive.sqlite_util import immediate, open_wal, statements
 
 SCHEMA_VERSION = "5"  # 3: implied edges as docs.up/via, lean child rows (ADR 0050); 4: shadowed (ADR 0051);
@@ -193,19 +195,12 @@ def shadowed_files(db: sqlite3.Connection, ids: Sequence[str]) -> list[tuple[str
     return [(str(r[0]), str(r[1])) for r in rows]
 
 
-def insert_new_docs(db: sqlite3.Connection, source: str, path: str, items: Sequence[Item],
-                    edges: Sequence[Sequence[tuple[str, str, Any]]],
-                    implied: frozenset[tuple[str, str]] = frozenset()) -> list[int]:
-    """Insert documents whose ids are in neither the index nor twice in ``items`` (``newrows.file_rows``), one
-    statement per table; the rowids of every document, in order."""
-    rows = file_rows(source, path, next_rowid(db), items, edges, implied)
-    rows.write(db)
-    return list(rows.rowids)
+MAX_ROWID = "SELECT coalesce(max(rowid), 0) FROM docs"
 
 
 def next_rowid(db: sqlite3.Connection) -> int:
     """The rowid SQLite gives the next ``docs`` row (max(rowid) + 1)."""
-    return int(db.execute("SELECT coalesce(max(rowid), 0) FROM docs").fetchone()[0]) + 1
+    return int(db.execute(MAX_ROWID).fetchone()[0]) + 1
 
 
 def existing_ids(db: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
@@ -242,3 +237,20 @@ def doc_rows(db: sqlite3.Connection, where: str = "", params: Sequence[Any] = ()
          "path": r[6], "metadata": orjson.loads(r[7])}
         for r in db.execute(sql, tuple(params)).fetchall()
     ]
+
+
+# Every table a build writes, each with the key its rows are read in: a digest of them is the same for two indexes
+# holding the same rows (rowids included), whatever wrote them and in which order.
+_ROW_ORDER = {"docs": "rowid", "docs_fts": "rowid", "edges": "source_id, relation, target_id", "vectors": "doc_rowid",
+              "items": "source, path", "shadowed": "id, source, path", "sources": "name"}
+
+
+def rows_digest(db: sqlite3.Connection) -> str:
+    """sha256 of every stored row of the tables a build writes (ADR 0055, 0056: two ways of building compared)."""
+    digest = hashlib.sha256()
+    for table, key in _ROW_ORDER.items():
+        columns = "rowid, *" if key == "rowid" else "*"
+        digest.update(table.encode())
+        for row in db.execute(f"SELECT {columns} FROM {table} ORDER BY {key}"):
+            digest.update(pickle.dumps(tuple(row), protocol=5))
+    return digest.hexdigest()

@@ -95,6 +95,11 @@ class IndexConfig(_Section):
     vector: bool = True  # the embedding lane; off leaves lexical search only
     embedder: str = "hash-fnv1a-256"  # a name registered through khive_register_embedders
     watch: bool = True  # inotify in warm processes; off means a stat-walk per refresh
+    # a build from nothing (the first search after a scan) writes through a second process while this one makes the
+    # rows, when its files are at least this many MB in all and a second core is free (ADR 0056); off: in process
+    build_process: bool = True
+    build_process_min_mb: float = Field(default=4.0, ge=0)
+    build_process_max_load: float | None = None  # ... and the 1-minute load is at most this (None: CPUs - 0.5)
 
 
 class WikiConfig(_Section):
