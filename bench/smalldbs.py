@@ -1,6 +1,7 @@
 """Many small databases with overlapping names, written for khive: ``bench/smalldbs.yaml`` as one DuckDB file.
 
     .venv/bin/python bench/smalldbs.py        # builds .bench-cache/smalldbs.duckdb, prints its counts (one line)
+    .venv/bin/python bench/smalldbs.py --misses rankings.json   # failure modes of a ``retrieval.py --dump`` file
 
 The setting of held-out set A of issue #17 (many small databases pooled, one schema each, keys declared, no
 comments, no rows, table names shared across databases), rebuilt from schemas and questions invented for khive:
@@ -27,8 +28,10 @@ search path). A question's id is ``<schema>-<position>``, so questions are only 
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -161,7 +164,91 @@ def questions(warehouse: Path = TARGET) -> list[dict[str, Any]]:
     return out
 
 
+# ---- reading the misses -------------------------------------------------------------------------------------
+
+def _norm(word: str) -> str:
+    """A plain singular, kept apart from khive's own morphology so the split does not move with it."""
+    word = word.lower()
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def _words(text: str) -> set[str]:
+    """Words of a question or identifier: separators and camel humps split, plain singulars."""
+    parts = re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+", text)
+    return {_norm(p) for p in parts}
+
+
+def reaches(question: str, name: str, table: list[Column]) -> bool:
+    """Whether a word of the question is a word of the table's name or of a column's name (plain singulars): a
+    question that reaches every gold table this way is *literal*; the others need a synonym, a value or a guess."""
+    return bool(_words(question) & set().union(*(_words(ident) for ident in (name, *(c.name for c in table)))))
+
+
+def _is_bridge(table: list[Column]) -> bool:
+    return sum(c.ref is not None for c in table) >= 2 and sum(c.key for c in table) >= 2
+
+
+def failure_mode(question: str, ranked: list[str], gold: frozenset[str], schemas: dict[str, dict[str, Any]],
+                 k: int) -> str | None:
+    """Why the gold tables are not all among the first ``k``; None when they are."""
+    top = ranked[:k]
+    if gold <= set(top):
+        return None
+    schema = next(iter(gold)).split(".")[0]
+    if not ranked:
+        return "no_match"
+    first_schema, first_table = ranked[0].split(".", 1)
+    missing = sorted(gold - set(top))
+    if first_schema != schema:  # another schema came first: did it share a table name, was it named?
+        home = {t.lower() for t in schemas[schema]["tables"]}
+        how = ("same_table_name" if first_table in home
+               else "question_names_its_table" if _words(first_table) <= _words(question) else "column_words")
+        return ("interleaved_" if any(t.startswith(schema + ".") for t in top) else "routed_elsewhere_") + how
+    tables = {t.lower(): cols for t, cols in schemas[schema]["tables"].items()}
+    if any(_is_bridge(tables[t.split(".", 1)[1]]) for t in missing):
+        return "bridge_missing"
+    others = [t for t in top if not t.startswith(schema + ".")]
+    return "fill_lost_to_other_schema" if others else "order_inside_schema"
+
+
+def failure_modes(dump: Path) -> dict[str, Any]:
+    """Counts of failure modes at 3 and at 10 (tuning and held-out parts apart), literal questions apart."""
+    schemas = {s.lower(): body for s, body in load().items()}
+    rows = json.loads(dump.read_text())["smalldbs"]
+    out: dict[str, Any] = {}
+    for part in ("tuning", "heldout"):
+        chosen = [r for r in rows if r["part"] == part]
+        literal = []
+        for row in chosen:
+            gold = frozenset(row["gold"][0])
+            schema = next(iter(gold)).split(".")[0]
+            tables = {t.lower(): (t, cols) for t, cols in schemas[schema]["tables"].items()}
+            literal.append(all(reaches(row["q"], *tables[g.split(".", 1)[1]]) for g in gold))
+        figures: dict[str, Any] = {"n": len(chosen), "literal": sum(literal)}
+        for k in (3, 10):
+            modes = [failure_mode(r["q"], r["ours"], frozenset(r["gold"][0]), schemas, k) for r in chosen]
+            figures[f"all_gold@{k}"] = {
+                "all": round(sum(m is None for m in modes) / len(chosen), 3),
+                "literal": round(sum(m is None for m, lit in zip(modes, literal, strict=True) if lit)
+                                 / max(1, sum(literal)), 3),
+                "other": round(sum(m is None for m, lit in zip(modes, literal, strict=True) if not lit)
+                               / max(1, len(chosen) - sum(literal)), 3)}
+            figures[f"misses@{k}"] = dict(Counter(m for m in modes if m).most_common())
+            figures[f"misses@{k}_literal"] = dict(Counter(m for m, lit in zip(modes, literal, strict=True)
+                                                          if m and lit).most_common())
+        out[part] = figures
+    return out
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--misses", type=Path, help="a bench/retrieval.py --dump file: print its failure modes")
+    args = parser.parse_args()
+    if args.misses:
+        print(json.dumps(failure_modes(args.misses)))
+        return
     print(json.dumps({"path": str(TARGET), **build()}))
 
 
