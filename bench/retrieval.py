@@ -4,6 +4,7 @@
     .venv/bin/python bench/retrieval.py --tuning-only --misses   # while tuning: no held-out figures at all
     .venv/bin/python bench/retrieval.py --skip-defog     # only the pooled dev warehouse
     .venv/bin/python bench/retrieval.py --skip-defog --dump rankings.json   # every question's ranking, by part
+    .venv/bin/python bench/retrieval.py --skip-defog --skip-pooled        # only the many small databases
 
 **Pooled dev** (``bench/devwarehouse.py``): every sample schema of ../shared/data in one DuckDB file, one
 schema per database (306 tables), keys declared, no rows; once without comments, once with them, and once
@@ -15,6 +16,11 @@ order (a column counts for its table at its first position), are the ranking. Qu
 warehouse, checked here with EXPLAIN) and defog's questions over its seven databases. 30% of the written
 questions are held out by a hash of their id: ``--tuning-only`` leaves them out entirely, so tuning never
 sees them; the default reports both parts.
+
+**Small databases** (``bench/smalldbs.py``, ADR 0057): 45 small schemas invented for khive (247 tables whose
+names overlap across schemas: ``customer``, ``member``, ``orders``, ``match``), pooled alone in one DuckDB file,
+keys declared, no comments, no rows; 275 questions in their users' voice, none naming its database. Asked and
+scored as the pooled dev warehouse is, with the same 30% held out by a hash of the id.
 
 **Defog as before**: the 7 PostgreSQL dumps in a throwaway cluster, one schema per database, every column
 description as a ``COMMENT ON COLUMN``; ``discover.search(..., connection="defog", limit=50)``, ranked
@@ -54,6 +60,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 import devwarehouse  # noqa: E402  (bench/ is on the path)
 import pgcluster  # type: ignore[import-not-found]  # noqa: E402  (a test helper, on the path once tests/ is)
+import smalldbs  # noqa: E402  (bench/ is on the path)
 
 from khive.bootstrap import open_runtime  # noqa: E402
 from khive.context import CLI, Context  # noqa: E402
@@ -265,6 +272,38 @@ def pooled(tuning_only: bool, misses: bool, dump: Path | None = None,
     return out
 
 
+def small_dbs(tuning_only: bool, misses: bool, dump: Path | None = None) -> dict[str, Any]:
+    """The many small databases pooled alone, as held-out set A pools them: ours beside BM25, by part."""
+    counts = smalldbs.build()
+    path = smalldbs.TARGET
+    cases = [c for c in smalldbs.questions(path) if not (tuning_only and held_out(c["id"]))]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = new_project(Path(tmp), f"  small:\n    driver: duckdb\n    path: {path}\n")
+        ranked, scan_s, p50 = ask_all(root, {}, "small", [c["question"] for c in cases], limit=10, scope=None)
+    baseline = Baseline(warehouse_tables(path, comments=False))
+    plain = [baseline.rank(c["question"]) for c in cases]
+    out: dict[str, Any] = {"schemas": counts["schemas"], "tables": counts["tables"], "scan_s": round(scan_s, 2),
+                           "search_p50_ms": round(p50 * 1000, 2)}
+    parts: dict[str, Callable[[dict[str, Any]], bool]] = {"tuning": lambda c: not held_out(c["id"])}
+    if not tuning_only:
+        parts |= {"heldout": lambda c: held_out(c["id"]), "all": lambda c: True}
+    for part, keep in parts.items():
+        chosen = [i for i, c in enumerate(cases) if keep(c)]
+        out[part] = {"ours": score([ranked[i] for i in chosen], [cases[i] for i in chosen]),
+                     "bm25": score([plain[i] for i in chosen], [cases[i] for i in chosen])}
+    if misses:
+        out["misses"] = [{"id": c["id"], "q": c["question"], "gold": sorted(c["gold"][0]), "top": r[:6]}
+                         for r, c in zip(ranked, cases, strict=True)
+                         if not held_out(c["id"]) and not c["gold"][0] <= set(r[:3])]
+    if dump is not None:
+        rows = [{"id": c["id"], "part": "heldout" if held_out(c["id"]) else "tuning", "q": c["question"],
+                 "gold": [sorted(g) for g in c["gold"]], "ours": r, "bm25": p[:10]}
+                for r, p, c in zip(ranked, plain, cases, strict=True)]
+        dumped = json.loads(dump.read_text()) if dump.exists() else {}
+        dump.write_text(json.dumps({**dumped, "smalldbs": rows}, indent=1))
+    return out
+
+
 # ---- defog as before (PostgreSQL, with descriptions) -----------------------------------------------------
 
 def defog_metadata(db: str) -> dict[str, list[dict[str, str]]]:
@@ -338,7 +377,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tuning-only", action="store_true", help="leave the held-out questions out entirely")
     parser.add_argument("--skip-defog", action="store_true", help="only the pooled dev warehouse")
-    parser.add_argument("--skip-pooled", action="store_true", help="only defog")
+    parser.add_argument("--skip-pooled", action="store_true", help="leave out the pooled dev warehouse")
+    parser.add_argument("--skip-smalldbs", action="store_true", help="leave out the many small databases")
     parser.add_argument("--misses", action="store_true", help="also list tuning questions missed at 3")
     parser.add_argument("--dump", type=Path, help="write every question's ranking (every variant) to this JSON file")
     parser.add_argument("--variant", action="append", choices=sorted(devwarehouse.VARIANTS),
@@ -347,6 +387,8 @@ def main() -> None:
     figures: dict[str, Any] = {"bench": "retrieval"}
     if not args.skip_pooled:
         figures["pooled_dev"] = pooled(args.tuning_only, args.misses, args.dump, args.variant)
+    if not args.skip_smalldbs:
+        figures["smalldbs"] = small_dbs(args.tuning_only, args.misses, args.dump)
     if not args.skip_defog:
         figures["defog"] = defog(DATABASES, args.misses)
     print(json.dumps(figures))
