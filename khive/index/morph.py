@@ -273,8 +273,6 @@ def key(word: str) -> str:
         w = w[:-2]
     elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
         w = w[:-1]
-        if len(w) > 5 and w.endswith("ing"):  # meetings ~ meeting: the plural of an -ing noun loses both
-            w = w[:-3]
     elif len(w) > 5 and w.endswith("ing"):
         w = w[:-3]
     elif len(w) > 4 and w.endswith("ed") and not w.endswith("eed"):
