@@ -36,6 +36,7 @@ from khive.failure import unexpected_failure
 from khive.identity import client_label
 from khive.project.envfile import ENV_FILE, env_file
 from khive.project.locate import CONFIG_NAME
+from khive.threads import run_blocking
 
 if TYPE_CHECKING:
     from khive.daemon.paths import DaemonSettings
@@ -253,7 +254,7 @@ async def _watch_caller(frames: BufferedByteReceiveStream, sampler: RemoteSample
             left = False
     if left:
         log.info("the caller left mid-request; its interruptible work is stopped")
-        abandon.set()
+        await run_blocking(abandon.set)  # a cancel request is a round trip to the database
 
 
 async def _request_of(message: dict[str, Any], body: bytes) -> Request:
