@@ -33,8 +33,9 @@ REQUEST = (
     _c("unknown_verb", "no installed pack declares this verb", "resolving an op", "`verbs()` lists them"),
     _c("permission_denied", "the gate or the database refused the caller", "the gate (operator verbs over MCP) "
        "or a warehouse denying the role", "run operator verbs from the khive CLI; grant the role the access"),
-    _c("write_conflict", "two ops of one batch write the same key", "claiming write keys in a batch",
-       "run them in a chain (`|`) or in separate requests"),
+    _c("write_conflict", "two ops of one batch write the same key, or a page changed since its base_sha256",
+       "claiming write keys in a batch; wiki.write with base_sha256",
+       "run them in a chain (`|`) or in separate requests; wiki.read the page again and redo the edit"),
     _c("ref_error", "a `$prev` path names nothing in the previous result", "substituting `$prev` in a chain",
        "check the previous verb's result shape in docs/verbs.md"),
     _c("answer_too_large", "an op's result did not fit in its MCP answer (1 MB with the others)", "after every "
@@ -96,6 +97,9 @@ DATA = (
        "the message quotes the database (redacted); fix the SQL"),
     _c("statement_timeout", "the statement ran past its timeout", "running SQL", "narrow it, or raise "
        "timeout_s within the connection's ceiling"),
+    _c("caller_left", "the client left (cancelled the call, timed out, quit) while its statement ran",
+       "running SQL through the daemon; the statement is cancelled, nobody gets the answer", "only the audit "
+       "shows it: nothing to do, or ask again"),
     _c("read_only_violation", "the database refused a write on the read-only session", "running SQL",
        "khive runs reads only"),
     _c("sql_refused", "the read-only SQL gate refused the statement (details.gate_code says why)",

@@ -29,6 +29,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.message import SessionMessage
 
 from khive import __version__
+from khive.abandon import Abandon
 from khive.agent_brief import server_instructions, tool_description
 from khive.audit.trail import audit_parse_error
 from khive.bearer import match_token
@@ -108,11 +109,17 @@ def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: Daemo
 
             return anyio.from_thread.run(ask)
 
+        abandon = Abandon()
         call = Call(request, ctx.principal, ctx.transport, ctx.presentation, ctx.request_id, ctx.user,
-                    sampler=sampler, on_sample=sample if sampler is not None else None, client=ctx.client)
-
-        outcome = await anyio.to_thread.run_sync(
-            lambda: forward_or_spawn(call, project=project, env=env, settings=settings, on_progress=progress))
+                    sampler=sampler, on_sample=sample if sampler is not None else None, client=ctx.client,
+                    abandon=abandon)
+        try:
+            outcome = await anyio.to_thread.run_sync(
+                lambda: forward_or_spawn(call, project=project, env=env, settings=settings, on_progress=progress),
+                abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            abandon.set()  # the client cancelled or left: the daemon stops the statements only its answer needed
+            raise
         if isinstance(outcome, Forwarded):
             return outcome.envelope
         if note is not None:

@@ -27,6 +27,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row, tuple_row
 from psycopg.sql import SQL, Composed
 
+from khive.abandon import abandoned, interrupt_on_abandon
 from khive.connections.catalog import (
     CatalogSnapshot,
     Column,
@@ -235,6 +236,9 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
         if isinstance(exc, pg_errors.ReadOnlySqlTransaction):
             return KhiveError(f"connection {self.connection!r} is read-only: {message}", code="read_only_violation",
                               details=details)
+        if isinstance(exc, pg_errors.QueryCanceled) and abandoned():
+            return KhiveError(f"statement cancelled: its caller left before the answer (connection "
+                              f"{self.connection!r})", code="caller_left", details=details)
         if isinstance(exc, pg_errors.QueryCanceled):
             return KhiveError(f"statement cancelled after {timeout_s:g}s (connection {self.connection!r})",
                               code="statement_timeout", details={**details, "timeout_s": timeout_s})
@@ -371,7 +375,7 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
         started = time.perf_counter()
         conn = self._db()
         try:
-            with conn.cursor() as cursor:
+            with conn.cursor() as cursor, interrupt_on_abandon(conn.cancel_safe):
                 cursor.execute(f"SET LOCAL statement_timeout = {_ms(timeout_s)}")
                 read = _stream_rows(cursor, sql, limit, shown)  # extended protocol: exactly one statement
                 description = cursor.description or ([] if read is None or read.rows else _columns_of(conn, sql))

@@ -20,11 +20,12 @@ import os
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from khive.abandon import Abandon
 from khive.daemon import protocol
 from khive.daemon.connection import DaemonConnection, Lost, NotSent, Progress, Sample
 from khive.daemon.paths import DaemonSettings, ensure_private_dir
@@ -73,6 +74,7 @@ class Call:
     sampler: Sampler | None = None  # the caller's MCP sampler, when it has a session
     on_sample: Sample | None = None  # how the (blocking) client reaches that sampler
     client: str = ""  # what the MCP client calls itself (audit only)
+    abandon: Abandon | None = None  # set when the MCP client cancels the call or leaves
 
 
 def forward_or_spawn(call: Call, *, project: Path, env: Mapping[str, str], settings: DaemonSettings,
@@ -113,12 +115,18 @@ def _forward(call: Call, project: Path, env: Mapping[str, str], settings: Daemon
         frame = protocol.request(request_id=call.request_id, parsed=call.request, presentation=call.presentation,
                                  principal=call.principal, transport=call.transport, user=call.user,
                                  sampling=sampling, client=call.client)
+        hang_up = nullcontext() if call.abandon is None else call.abandon.interrupting(connection.hang_up)
         try:
-            envelope = connection.request(frame, on_progress, call.on_sample)
+            with hang_up:
+                envelope = connection.request(frame, on_progress, call.on_sample)
             return Forwarded(envelope, pid=int(hello.get("pid", 0)), resent=resent)
         except NotSent as exc:
             return Local(exc.message)
         except Lost as exc:
+            if call.abandon is not None and call.abandon.is_set:  # no one waits for an answer: never resent
+                return Forwarded(failed_envelope(call, "caller_left", "the caller left mid-request",
+                                                 request_id=call.request_id),
+                                 pid=int(hello.get("pid", 0)), resent=resent, answered=False)
             writes = sorted({op.verb for op in call.request.ops} & set(hello.get("writes", ())))
             if writes or resent:
                 why = f"not resent because {', '.join(writes)} write" if writes else "the one resend was lost too"

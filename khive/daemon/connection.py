@@ -63,6 +63,13 @@ class DaemonConnection:
     def close(self) -> None:
         self.sock.close()
 
+    def hang_up(self) -> None:
+        """From another thread: end a request whose caller left; the daemon sees the end of the stream."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed: the daemon sees that too
+
     def call(self, message: dict[str, Any]) -> dict[str, Any]:
         """Send one frame and read one answer (hello, status, stop); an error frame raises DaemonError."""
         try:

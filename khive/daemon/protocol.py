@@ -61,7 +61,7 @@ def identity_key(project: Path, env: Mapping[str, str]) -> str:
     part("config", config)
     for name in IDENTITY_ENV:
         part(f"env:{name}", env.get(name, ""))
-    for ref in sorted({match.decode() for match in _ENV_REF.findall(config)}):
+    for ref in sorted(_env_refs(config)):
         value = env.get(ref)
         part(f"ref:{ref}", "\0unset" if value is None else hashlib.sha256(value.encode()).hexdigest())
     for directory in _site_dirs():
@@ -70,6 +70,26 @@ def identity_key(project: Path, env: Mapping[str, str]) -> str:
         except OSError:
             part(f"site:{directory}", "missing")
     return digest.hexdigest()[:16]
+
+
+def _env_refs(config: bytes) -> set[str]:
+    """The env: variables khive.yaml's values name. A ref in a comment is not one: the starter's commented
+    ``env:KHIVE_HTTP_TOKEN`` made a daemon spawned by ``khive serve`` (token set) another configuration than
+    every ``khive mcp`` and CLI client without the token, which then dispatched locally, each on its own."""
+    return {match.decode() for line in config.splitlines() for match in _ENV_REF.findall(_uncommented(line))}
+
+
+def _uncommented(line: bytes) -> bytes:
+    """A YAML line without its comment: ``#`` at the start or after a space, outside quotes."""
+    quote = 0
+    for index, char in enumerate(line):
+        if quote:
+            quote = 0 if char == quote else quote
+        elif char in b"'\"":
+            quote = char
+        elif char == ord("#") and (index == 0 or line[index - 1] in b" \t"):
+            return line[:index]
+    return line
 
 
 def _site_dirs() -> list[str]:

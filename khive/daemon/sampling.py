@@ -44,12 +44,15 @@ class RemoteSampler:
         text = answer.get("text")
         return text if isinstance(text, str) else None
 
-    async def read_answers(self, frames: BufferedByteReceiveStream) -> None:
-        """Route the caller's ``sampled`` frames to the waiting calls until cancelled or the caller leaves."""
+    async def read_answers(self, frames: BufferedByteReceiveStream) -> bool:
+        """Route the caller's ``sampled`` frames to the waiting calls until cancelled or the caller leaves;
+        true when it left (false: it sent a bad frame)."""
+        left = False
         try:
             while True:
                 frame = await receive_frame(frames)
                 if frame is None:
+                    left = True
                     break
                 seq = frame.get("seq")
                 if frame.get("type") != "sampled" or not isinstance(seq, int):
@@ -65,3 +68,4 @@ class RemoteSampler:
             answer["error"] = self._gone
             event.set()
         self._waiting.clear()
+        return left

@@ -21,6 +21,7 @@ from anyio.abc import SocketAttribute, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from khive import __version__
+from khive.abandon import Abandon, use_abandon
 from khive.audit.trail import audit_parse_error
 from khive.context import CLI, MCP_HTTP, MCP_STDIO, PRESENTATIONS, Context
 from khive.daemon import protocol
@@ -35,6 +36,7 @@ from khive.failure import unexpected_failure
 from khive.identity import client_label
 from khive.project.envfile import ENV_FILE, env_file
 from khive.project.locate import CONFIG_NAME
+from khive.threads import run_blocking
 
 if TYPE_CHECKING:
     from khive.daemon.paths import DaemonSettings
@@ -199,17 +201,19 @@ class DaemonServer:
         ctx = Context(self.runtime, principal, message["transport"], presentation=message["presentation"],
                       request_id=message["id"], progress=progress, user=user or message["user"],
                       sampler=sampler, client=client)
+        abandon = Abandon()
+        use_abandon(abandon)  # for the ops' tasks and threads, which copy this task's context
         self.active += 1
         try:
             with anyio.CancelScope(shield=True):  # a started request finishes, even while the daemon stops
                 async with anyio.create_task_group() as group:
-                    if sampler is not None:  # the only frames a caller sends mid-request: sampling answers
-                        group.start_soon(sampler.read_answers, frames)
+                    group.start_soon(_watch_caller, frames, sampler, abandon)
                     envelope = await self._dispatch(parsed, ctx)
                     group.cancel_scope.cancel()
                 self.requests_served += 1
                 await send(self._envelope_frame(envelope, parsed, ctx.request_id))
         finally:
+            use_abandon(None)
             self.active -= 1
             self.last_activity = time.monotonic()
         if client_gone:
@@ -232,6 +236,25 @@ class DaemonServer:
             log.exception("the envelope of request %s cannot be encoded", request_id)
             failed = unexpected_failure([op.verb for op in parsed.ops], request_id, "daemon", exc)
             return encode({"type": "envelope", "envelope": failed})
+
+
+async def _watch_caller(frames: BufferedByteReceiveStream, sampler: RemoteSampler | None, abandon: Abandon) -> None:
+    """Until the request ends: the caller's sampling answers, if it samples, else nothing but its departure.
+
+    A caller sends nothing else mid-request; bytes that come anyway are left for the next frame."""
+    if sampler is not None:
+        left = await sampler.read_answers(frames)
+    else:
+        try:
+            data = await frames.receive()
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            left = True
+        else:
+            frames.feed_data(data)
+            left = False
+    if left:
+        log.info("the caller left mid-request; its interruptible work is stopped")
+        await run_blocking(abandon.set)  # a cancel request is a round trip to the database
 
 
 async def _request_of(message: dict[str, Any], body: bytes) -> Request:

@@ -188,7 +188,8 @@ def _errors(facts: Facts) -> list[str]:
         lines += ["- Write what you learn back with `wiki.write`: a `key` like `<topic>/<page>`, a one-line",
                   "  `summary` and a markdown `body`; `kind=\"warning\"` for traps, and",
                   "  `relations={\"supersedes\": [...]}` to retire a page. Check with `wiki.search` first, to extend",
-                  "  a page rather than duplicate it."]
+                  "  a page rather than duplicate it; when you extend one, pass the `sha256` `wiki.read` gave as",
+                  "  `base_sha256`, so that an edit made meanwhile by someone else is not overwritten."]
     return lines
 
 

@@ -29,6 +29,8 @@ class ReadResult(Links):
     key: str = Field(examples=["sales/orders-playbook"])
     scope: str = Field(examples=["global"])
     path: str = Field(examples=["wiki/global/sales/orders-playbook.md"])
+    sha256: str = Field(examples=["9f2c...e1"], description="the page file's hash: wiki.write's base_sha256 "
+                        "writes only over this page")
     title: str | None = Field(examples=["Counting orders"])
     summary: str = Field(examples=["How we count orders"])
     tags: list[str] = Field(examples=[["orders"]])

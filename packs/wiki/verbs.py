@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from khive.context import Context
-from khive.errors import InvalidArgs, NotFound, OpError
+from khive.errors import InvalidArgs, NotFound, OpError, WriteConflict
 from khive.limits import QueryText, capped, current, invalid
 from khive.verbs import Params, Verb, Visibility
 from packs.wiki import results
@@ -41,6 +42,10 @@ class WriteParams(Params):
     stale_since: dt.date | None = None
     archived: bool = False
     date: dt.date | None = Field(default=None, description="required for recap pages")
+    base_sha256: str | None = Field(
+        default=None, max_length=64,
+        description='the sha256 wiki.read gave: written only if the page is still that one (else write_conflict); '
+                    '"": only if there is no page yet')
 
     @model_validator(mode="after")
     def _frontmatter_size(self) -> WriteParams:
@@ -65,7 +70,7 @@ def _values(value: Any) -> list[Any]:
 
 def write(params: WriteParams, ctx: Context) -> dict[str, Any]:
     """Create or replace a page; unknown refs are reported back, and resolve once their pages exist."""
-    fields = params.model_dump(exclude={"key", "body", "scope"})
+    fields = params.model_dump(exclude={"key", "body", "scope", "base_sha256"})
     try:
         meta = Frontmatter.model_validate(fields)
     except ValidationError as exc:
@@ -75,8 +80,20 @@ def write(params: WriteParams, ctx: Context) -> dict[str, Any]:
     problems = index.edge_problems(page_document(page))
     if problems:
         raise OpError("; ".join(problems), code="edge_rule_violation", details={"problems": problems})
-    result = ctx.runtime.files.write_text(page.path, render_page(meta, params.body), author=ctx.principal,
-                                          message=f"wiki: write {page.path}")
+    text = render_page(meta, params.body)
+
+    def unless_changed(current: str | None) -> str:
+        """Two agents that read, edit and write the same page would lose one edit without the check."""
+        if params.base_sha256 is not None and params.base_sha256 != _sha256(current):
+            raise WriteConflict(
+                f"wiki page {page.key!r} ({page.scope}) changed since base_sha256 {params.base_sha256[:12]!r}: "
+                "wiki.read it again, redo your edit on what it holds now, and write with its sha256",
+                details={"key": page.key, "scope": page.scope, "baseSha256": params.base_sha256,
+                         "sha256": _sha256(current)})
+        return text
+
+    result = ctx.runtime.files.update(page.path, unless_changed, author=ctx.principal,
+                                      message=f"wiki: write {page.path}")
     index.refresh()
     return {"key": page.key, "scope": page.scope, "path": page.path, "changed": result.changed,
             "sha256": result.sha256, **_links(page, ctx), "commitError": result.commit_error}
@@ -87,23 +104,28 @@ class ReadParams(Params):
     scope: Scope | None = Field(default=None, description="default: the caller's page if any, else global")
 
 
-def _load(ctx: Context, key: str, scope: str) -> Page | None:
+def _sha256(text: str | None) -> str:
+    """The page file's sha256 as the file store reports it for a write; "" when there is no page."""
+    return "" if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _load(ctx: Context, key: str, scope: str) -> tuple[Page, str] | None:
     text = ctx.runtime.files.read_text(page_path(key, scope))
     if text is None:
         return None
     try:
-        return parse_page(page_path(key, scope), text)
+        return parse_page(page_path(key, scope), text), _sha256(text)
     except PageError as exc:
         raise OpError(str(exc), code="invalid_page", details={"key": key, "scope": scope}) from None
 
 
-def _resolve(ctx: Context, key: str, scope: str | None) -> Page:
+def _resolve(ctx: Context, key: str, scope: str | None) -> tuple[Page, str]:
     check_key(key)
     order = [_scope(scope, ctx)] if scope else [ctx.user_name, GLOBAL]
     for candidate in order:
-        page = _load(ctx, key, candidate)
-        if page is not None:
-            return page
+        found = _load(ctx, key, candidate)
+        if found is not None:
+            return found
     raise NotFound(f"no wiki page {key!r} (looked in {', '.join(order)}); wiki.list() shows the pages",
                    code="page_not_found", details={"key": key})
 
@@ -123,12 +145,12 @@ def _links(page: Page, ctx: Context) -> dict[str, Any]:
 
 def read(params: ReadParams, ctx: Context) -> dict[str, Any]:
     """Read a page: frontmatter, body, link status, backlinks; a user page shadows the global one."""
-    page = _resolve(ctx, params.key, params.scope)
+    page, sha256 = _resolve(ctx, params.key, params.scope)
     index = ctx.runtime.index
     backlinks = index.edges(doc_id(page.key, GLOBAL), direction="in")
     superseded_by = [edge["id"] for edge in backlinks if edge["relation"] == "supersedes"]
     shadows_global = page.scope != GLOBAL and ctx.runtime.files.exists(page_path(page.key, GLOBAL))
-    return {"key": page.key, "scope": page.scope, "path": page.path,
+    return {"key": page.key, "scope": page.scope, "path": page.path, "sha256": sha256,
             **_wire(page.meta.model_dump(mode="json")), "body": page.body, **_links(page, ctx),
             "backlinks": backlinks, "supersededBy": superseded_by, "shadowsGlobal": shadows_global}
 

@@ -56,6 +56,19 @@ def test_identity_key_follows_config_env_refs_and_pack_selection(tmp_path: Path)
     assert len(base) == 16 and int(base, 16) >= 0
 
 
+def test_a_variable_named_only_in_a_comment_is_not_part_of_the_identity(tmp_path: Path) -> None:
+    """Found with realworld-pg: the starter's commented token line kept ``khive mcp`` off the daemon that
+    ``KHIVE_HTTP_TOKEN=t khive serve --http`` had spawned."""
+    init_project(tmp_path, "t")
+    config = tmp_path / "khive.yaml"
+    assert "# - {token: env:KHIVE_HTTP_TOKEN" in config.read_text()
+    config.write_text(config.read_text() + "x: 'a #env:QUOTED'  # env:TRAILING\n")
+    base = protocol.identity_key(tmp_path, {})
+    for name in ("KHIVE_HTTP_TOKEN", "TRAILING"):
+        assert protocol.identity_key(tmp_path, {name: "t"}) == base
+    assert protocol.identity_key(tmp_path, {"QUOTED": "t"}) != base  # inside quotes a # starts no comment
+
+
 def test_settings_from_the_environment(tmp_path: Path) -> None:
     default = settings_from_env({}, home_dir=tmp_path)
     assert default.socket == tmp_path / ".khive" / "khived.sock" and default.home == tmp_path / ".khive"

@@ -145,6 +145,27 @@ async def test_bad_page_on_disk_is_reported_not_fatal(call: Any, project: Path) 
     assert "sumary" in listed["errors"]["wiki/global/typo.md"]
 
 
+async def test_two_agents_editing_what_they_read_lose_no_edit(call: Any, project: Path) -> None:
+    """Found over MCP HTTP on realworld-pg: two agents appending to one page kept 10 of their 20 lines."""
+    created = await call('wiki.write(key="team/log", body="log", base_sha256="")')
+    assert created["changed"] is True
+    ann, bob = await call('wiki.read(key="team/log")'), await call('wiki.read(key="team/log")')
+    assert ann["sha256"] == bob["sha256"] == created["sha256"]
+    written = await call(f'wiki.write(key="team/log", body="log\\n- ann", base_sha256="{ann["sha256"]}")')
+    assert written["changed"] is True
+    refused = await call(f'wiki.write(key="team/log", body="log\\n- bob", base_sha256="{bob["sha256"]}")')
+    assert refused["error"]["code"] == "write_conflict"
+    assert refused["error"]["details"]["sha256"] == written["sha256"]
+    assert (await call('wiki.read(key="team/log")'))["body"].strip() == "log\n- ann"
+    again = await call('wiki.write(key="team/log", body="mine", base_sha256="")')
+    assert again["error"]["code"] == "write_conflict"  # "" writes only a page that does not exist yet
+    page = await call('wiki.read(key="team/log")')
+    rebased = await call(f'wiki.write(key="team/log", body="{page["body"].strip()}\\n- bob", '
+                         f'base_sha256="{page["sha256"]}")')
+    assert rebased["changed"] is True
+    assert (project / "wiki/global/team/log.md").read_text().endswith("log\n- ann\n- bob\n")
+
+
 async def test_write_conflict_on_same_page_in_a_batch(runtime: Any) -> None:
     from khive.context import CLI, Context
     from khive.dispatch import dispatch
