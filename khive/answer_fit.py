@@ -34,16 +34,17 @@ def fit_answer(envelope: dict[str, Any], limit: int = MAX_ANSWER_BYTES) -> dict[
     for index in sorted(range(len(results)), key=sizes.__getitem__, reverse=True):
         if total <= limit:
             break
-        results[index] = _left_out(results[index], sizes[index], limit)
+        results[index] = _left_out(results[index], sizes[index], limit, alone=len(results) == 1)
         total -= sizes[index] - answer_bytes(results[index])
     return {**envelope, "results": results, **_summary(results)}
 
 
-def _left_out(result: dict[str, Any], size: int, limit: int) -> dict[str, Any]:
+def _left_out(result: dict[str, Any], size: int, limit: int, *, alone: bool) -> dict[str, Any]:
     verb = str(result.get("verb", ""))
     ran = "ran and succeeded (what it did stands)" if result.get("ok") else "failed"
+    how = "" if alone else "ask for it in a request of its own, "
     error = OpError(f"{verb} {ran}, but its answer ({size} bytes) did not fit in this MCP answer, which carries at "
-                    f"most {limit} bytes (MCP clients refuse larger ones): ask for it in a request of its own, "
+                    f"most {limit} bytes (MCP clients refuse larger ones): {how}"
                     "narrow it (limit, fields), or write it to a file with save_to where the verb has it",
                     code="answer_too_large",
                     details={"bytes": size, "limit": limit, "succeeded": bool(result.get("ok"))})
