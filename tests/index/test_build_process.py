@@ -102,6 +102,18 @@ def split_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
             if record.name == SPLIT_LOG and "building in this process" in record.getMessage()]
 
 
+def refreshed_with_one_warning(index: RetrievalIndex, caplog: pytest.LogCaptureFixture, expected: str) -> str:
+    """Refresh ``index`` (then close it), check its rows against the in-process build's, return the one warning."""
+    try:
+        with caplog.at_level(logging.WARNING, SPLIT_LOG):
+            index.refresh()
+        assert rows_digest(index.db) == expected
+    finally:
+        index.close()
+    (said,) = split_warnings(caplog)
+    return said
+
+
 def test_a_build_in_a_second_process_stores_the_rows_of_one_in_process(tmp_path: Path,
                                                                        caplog: pytest.LogCaptureFixture) -> None:
     project = tmp_path / "project"
@@ -143,13 +155,7 @@ def test_a_child_that_does_not_run_leaves_the_build_to_this_process(tmp_path: Pa
     generated(project)
     expected = built_in_process(project)
     index = open_index(project, always(python))
-    try:
-        with caplog.at_level(logging.WARNING, SPLIT_LOG):
-            index.refresh()
-        assert rows_digest(index.db) == expected
-    finally:
-        index.close()
-    (said,) = split_warnings(caplog)  # one log line
+    said = refreshed_with_one_warning(index, caplog, expected)
     assert "did not start" in said or "did not finish" in said
 
 
@@ -167,13 +173,7 @@ def test_a_child_killed_mid_build_leaves_the_build_to_this_process(tmp_path: Pat
             os.kill(killed[0], signal.SIGKILL)
 
     index = open_index(project, always(wrapper(tmp_path)), kill_the_child)
-    try:
-        with caplog.at_level(logging.WARNING, SPLIT_LOG):
-            index.refresh()
-        assert rows_digest(index.db) == expected
-    finally:
-        index.close()
-    (said,) = split_warnings(caplog)
+    said = refreshed_with_one_warning(index, caplog, expected)
     assert "did not finish" in said and killed
     assert reaped(killed[0])
 
@@ -184,13 +184,7 @@ def test_an_id_in_two_files_leaves_the_build_to_this_process(tmp_path: Path,
     project_files(project)  # ids two files share, refused edges, a file that is not JSON
     expected = built_in_process(project)
     index = open_index(project, always(wrapper(tmp_path)))
-    try:
-        with caplog.at_level(logging.WARNING, SPLIT_LOG):
-            index.refresh()
-        assert rows_digest(index.db) == expected
-    finally:
-        index.close()
-    (said,) = split_warnings(caplog)
+    said = refreshed_with_one_warning(index, caplog, expected)
     assert "an id in two files" in said
     assert reaped(children(tmp_path)[0])
 
