@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from khive.envelope import summarize
 from khive.errors import OpError
 
 MAX_ANSWER_BYTES = 1_000_000  # under the 1 MiB event, with room for the JSON-RPC and SSE framing
@@ -36,7 +37,7 @@ def fit_answer(envelope: dict[str, Any], limit: int = MAX_ANSWER_BYTES) -> dict[
             break
         results[index] = _left_out(results[index], sizes[index], limit, alone=len(results) == 1)
         total -= sizes[index] - answer_bytes(results[index])
-    return {**envelope, "results": results, **_summary(results)}
+    return {**envelope, "results": results, **summarize(results)}
 
 
 def _left_out(result: dict[str, Any], size: int, limit: int, *, alone: bool) -> dict[str, Any]:
@@ -50,11 +51,3 @@ def _left_out(result: dict[str, Any], size: int, limit: int, *, alone: bool) -> 
                     details={"bytes": size, "limit": limit, "succeeded": bool(result.get("ok"))})
     return {"ok": False, "verb": verb, "error": error.to_dict()}
 
-
-def _summary(results: list[dict[str, Any]]) -> dict[str, Any]:
-    succeeded = sum(1 for result in results if result.get("ok"))
-    aborted = sum(1 for result in results if result.get("aborted"))
-    total = len(results)
-    status = "success" if succeeded == total else ("failed" if succeeded == 0 else "partial")
-    return {"summary": {"total": total, "succeeded": succeeded, "failed": total - succeeded - aborted,
-                        "aborted": aborted}, "status": status}

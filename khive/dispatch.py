@@ -27,6 +27,7 @@ from khive.answer_fit import fit_answer
 from khive.audit.trail import RequestTrail
 from khive.context import Context
 from khive.dsl.nodes import Mode, Op, Ref, Request
+from khive.envelope import summarize
 from khive.errors import InvalidArgs, KhiveError, LimitExceeded, OpError, PermissionDenied, RefError, WriteConflict
 from khive.execution import run_op
 from khive.limits import use as use_limits
@@ -300,24 +301,13 @@ def _invalid_args(verb: Verb, exc: ValidationError) -> InvalidArgs:
 
 def _envelope(outcomes: list[_Outcome], ctx: Context, request_id: str) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
-    succeeded = failed = aborted = 0
     for outcome in outcomes:
         if outcome.aborted:
-            aborted += 1
             results.append({"ok": False, "verb": outcome.verb, "aborted": True})
         elif outcome.ok:
-            succeeded += 1
             results.append({"ok": True, "verb": outcome.verb, "result": outcome.shown})
         else:
-            failed += 1
             error = outcome.error or OpError("unknown failure", code="internal_error")
             # a database error can echo a literal, a path a token: errors leave redacted (ADR 0035)
             results.append({"ok": False, "verb": outcome.verb, "error": ctx.runtime.redactor.args(error.to_dict())})
-    total = len(outcomes)
-    status = "success" if succeeded == total else ("failed" if succeeded == 0 else "partial")
-    return {
-        "results": results,
-        "summary": {"total": total, "succeeded": succeeded, "failed": failed, "aborted": aborted},
-        "status": status,
-        "requestId": request_id,
-    }
+    return {"results": results, **summarize(results), "requestId": request_id}

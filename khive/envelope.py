@@ -62,6 +62,16 @@ def envelope_schema() -> dict[str, Any]:
     return Envelope.model_json_schema(by_alias=True, mode="serialization")
 
 
+def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``summary`` and ``status`` of an envelope whose op entries are ``results``."""
+    succeeded = sum(1 for result in results if result.get("ok"))
+    aborted = sum(1 for result in results if result.get("aborted"))
+    total = len(results)
+    status = "success" if succeeded == total else ("failed" if succeeded == 0 else "partial")
+    return {"summary": {"total": total, "succeeded": succeeded, "failed": total - succeeded - aborted,
+                        "aborted": aborted}, "status": status}
+
+
 def is_failure(envelope: dict[str, Any]) -> bool:
     """Whether the request failed as a whole (no op succeeded): MCP's ``isError``. A partial result is not an
     error to the client: its successful ops are the answer, and each failed op says why in its entry."""

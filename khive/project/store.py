@@ -206,7 +206,7 @@ class FileStore:
             new_text = fn(None if old is None else _decoded(clean, old))
             new = None if new_text is None else new_text.encode("utf-8")
             if new == old:
-                return WriteResult(clean, _sha256(new), len(new or b""), changed=False)
+                return WriteResult(clean, content_sha256(new), len(new or b""), changed=False)
             if new is None:
                 target.unlink()
                 fsync_dir(target.parent)
@@ -217,7 +217,7 @@ class FileStore:
                 # Still under the path lock, so the commit records exactly this content and author.
                 verb = "delete" if new is None else "write"
                 commit, error = self._commit(real, identity, message or f"khive: {verb} {clean}")
-        return WriteResult(clean, _sha256(new), len(new or b""), changed=True, commit=commit, commit_error=error)
+        return WriteResult(clean, content_sha256(new), len(new or b""), changed=True, commit=commit, commit_error=error)
 
     def replace_many(self, writes: Sequence[tuple[str, str | None, str]], *, author: str | None = None,
                      message: Callable[[str], str], stale: Callable[[str], Exception]) -> list[WriteResult]:
@@ -251,12 +251,12 @@ class FileStore:
         with exclusive(self._lock_file(real)):
             current = self._read_real(clean, target)
             if current == new:
-                return WriteResult(clean, _sha256(new), len(new), changed=False)
+                return WriteResult(clean, content_sha256(new), len(new), changed=False)
             if current != expected:
                 raise stale(clean)
             os.replace(temp, target)
             commit, error = self._commit(real, identity, message(clean)) if self.git_commit else (None, None)
-        return WriteResult(clean, _sha256(new), len(new), changed=True, commit=commit, commit_error=error)
+        return WriteResult(clean, content_sha256(new), len(new), changed=True, commit=commit, commit_error=error)
 
     @staticmethod
     def _read_real(path: str, target: Path) -> bytes | None:
@@ -430,5 +430,6 @@ def _decoded(path: str, data: bytes) -> str:
                          "as UTF-8", code="invalid_encoding", details={"path": path, "line": line}) from None
 
 
-def _sha256(data: bytes | None) -> str | None:
+def content_sha256(data: bytes | None) -> str | None:
+    """A file's sha256 as a write reports it; None for no file."""
     return None if data is None else hashlib.sha256(data).hexdigest()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
@@ -12,6 +11,7 @@ from pydantic.alias_generators import to_camel
 from khive.context import Context
 from khive.errors import InvalidArgs, NotFound, OpError, WriteConflict
 from khive.limits import QueryText, capped, current, invalid
+from khive.project.store import content_sha256
 from khive.verbs import Params, Verb, Visibility
 from packs.wiki import results
 from packs.wiki.index import WIKI_KIND, page_document
@@ -106,7 +106,7 @@ class ReadParams(Params):
 
 def _sha256(text: str | None) -> str:
     """The page file's sha256 as the file store reports it for a write; "" when there is no page."""
-    return "" if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return content_sha256(None if text is None else text.encode("utf-8")) or ""
 
 
 def _load(ctx: Context, key: str, scope: str) -> tuple[Page, str] | None:
