@@ -27,7 +27,10 @@ def answer_bytes(envelope: dict[str, Any]) -> int:
 def fit_answer(envelope: dict[str, Any], limit: int = MAX_ANSWER_BYTES) -> dict[str, Any]:
     """``envelope`` itself when its answer fits in ``limit`` bytes, else a copy whose largest results (the fewest
     that make it fit) are left out with an ``answer_too_large`` error each; the summary and status follow."""
-    total = answer_bytes(envelope)
+    text = orjson.dumps(envelope)
+    if 7 * len(text) + 2 <= limit:  # escaped, a byte takes at most 6 (\u001f): most answers need one dumps
+        return envelope
+    total = len(text) + len(orjson.dumps(text.decode()))
     if total <= limit:
         return envelope
     results = list(envelope["results"])
