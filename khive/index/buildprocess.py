@@ -100,7 +100,7 @@ class ChildWriter:
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         rows = rows if isinstance(rows, list) else list(rows)
-        if sql == INSERT_DOC and rows:  # rowids given in ascending order (newrows.file_rows)
+        if sql == INSERT_DOC and rows:  # rowids given in ascending order (newrows.FileRows)
             self._last_rowid = max(self._last_rowid, int(rows[-1][0]))
         self._send(buildchild.MANY, sql, rows)
 

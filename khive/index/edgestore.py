@@ -109,8 +109,13 @@ class Implied:
             lead = self._leads[up] = leanrows.shared_start(self._parents[up], metadata)
         return lead
 
+    def take_rows(self) -> list[tuple[str, str, str, str]]:
+        """The edge rows decided so far (every edge not implied), given once."""
+        taken, self._rows = self._rows, []
+        return taken
+
     def rows(self) -> list[tuple[str, str, str, str]]:
-        """The edge rows of the batch: every edge not implied, then the claims no target took."""
+        """The edge rows of the batch not taken yet: every edge not implied, then the claims no target took."""
         return self._rows + [(source, relation, target, "{}")
                              for target, (_, source, relation) in self._pending.items()]
 

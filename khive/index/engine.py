@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-import numpy as np
 import orjson
 
 from khive.gcpause import paused_gc
@@ -35,15 +34,14 @@ from khive.index.documents import (
     EdgeRule,
     IndexSource,
     Item,
-    embed_texts,
     expand,
     owns,
     owns_relative,
     previous_document,
 )
 from khive.index.edgerules import EdgeRuleError, EdgeRules
-from khive.index.embed import CellEmbedder, Embedder
-from khive.index.newrows import file_rows
+from khive.index.embed import Embedder
+from khive.index.newrows import PART_DOCS, FileRows, parts
 from khive.index.scanstat import oldest_first, stat_walk_paths
 from khive.index.store import (
     BUILD_PAGE_CACHE,
@@ -367,24 +365,32 @@ class RetrievalIndex:
                 continue
             edges.append(self._rules.checked(item, kinds) if item.edges else ())
             kinds[item.id] = item.kind
-        rows = file_rows(source_name, relative, next_rowid(self.db), items, edges, self._rules.implied)
-        vectors = self._vector_rows(rows.rowids, items)  # made before anything is written: a file that fails
-        rows.write(self.db)  # writes nothing (which a build in a second process relies on)
-        self._write_vectors(vectors)
+        self._write_parts(FileRows(source_name, relative, next_rowid(self.db), self._rules.implied), items, edges)
         if build is not None:
             build.kinds.update(kinds)  # the targets' (known already) and these documents'
 
-    def _store_vectors(self, rowids: Sequence[int], items: Sequence[Item]) -> None:
-        self._write_vectors(self._vector_rows(rowids, items))
+    def _write_parts(self, rows: FileRows, items: Sequence[Item], edges: Sequence[Sequence[tuple[str, str, Any]]]
+                     ) -> None:
+        """A file's rows written a part at a time, so a writer process has the first while the next is made (ADR
+        0059). A part's vectors are made before it is written; a file that fails after a part was written leaves
+        it to the caller's clean-up, which a second process cannot do (its reads see nothing): that build is
+        made again in this process."""
+        written = False
+        try:
+            for start, end in parts(items, PART_DOCS):
+                made = rows.part(items[start:end], edges[start:end])
+                vectors = vectorblob.vector_rows(self.embedder, made.rowids, items[start:end])
+                made.write(self.db)
+                written = True
+                self._write_vectors(vectors)
+            rows.rest().write(self.db)
+        except (ValueError, UnicodeDecodeError, EdgeRuleError) as exc:
+            if written and self._build is not None and self._build.in_child:
+                raise NeedsOneByOne(f"a file failed after a part of it was written: {exc}") from exc
+            raise
 
-    def _vector_rows(self, rowids: Sequence[int], items: Sequence[Item]) -> list[tuple[int, str, bytes]]:
-        if self.embedder is None or not items:
-            return []
-        texts = [text for item in items for text in embed_texts(item)]
-        stored = vectorblob.cell_blobs(self.embedder.cells(texts)) if isinstance(self.embedder, CellEmbedder) \
-            else vectorblob.blobs(self.embedder.embed(texts).astype(np.float32, copy=False))
-        name = self.embedder.name
-        return [(rowid, name, blob) for rowid, blob in zip(rowids, stored, strict=True)]
+    def _store_vectors(self, rowids: Sequence[int], items: Sequence[Item]) -> None:
+        self._write_vectors(vectorblob.vector_rows(self.embedder, rowids, items))
 
     def _write_vectors(self, rows: list[tuple[int, str, bytes]]) -> None:
         if rows:

@@ -24,6 +24,9 @@ INSERT_FTS = (f"INSERT INTO docs_fts (rowid, {', '.join(FIELDS)}, scope) "
               f"VALUES (?, {', '.join('?' * len(FIELDS))}, ?)")
 INSERT_EDGE = "INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?)"
 _FIELD_TEXTS = itemgetter(*FIELDS)
+# Documents per part of a file's rows (``FileRows.part``): a writer process starts on a file's first part while the
+# rest is made (ADR 0059); a part's statements cost the same however they are cut.
+PART_DOCS = 8192
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,40 +44,69 @@ class Rows:
         db.executemany(INSERT_EDGE, self.edges)
 
 
-def file_rows(source: str, path: str, first_rowid: int, items: Sequence[Item],
-              edges: Sequence[Sequence[tuple[str, str, Any]]], implied: frozenset[tuple[str, str]]) -> Rows:
+class FileRows:
     """The rows of one file's documents whose ids are in neither the index nor twice in the file, from
-    ``first_rowid`` on (``edges``: each item's checked edges). An edge whose (source kind, relation) is in
-    ``implied`` is kept as its target's ``up``/``via`` when ``edgestore.Implied`` can. A batch's rows are made
-    column by column, as its documents' would be."""
-    rowid = first_rowid
-    doc_values: list[tuple[Any, ...]] = []
-    fts_values: list[tuple[Any, ...]] = []
-    links = edgestore.Implied(implied)
-    parent: tuple[int, Document, str, bool] | None = None  # the last document: (rowid, it, metadata, claimed)
-    for item, item_edges in zip(items, edges, strict=True):  # one pass builds the three tables' rows
-        if isinstance(item, DocumentBatch):
-            if item.from_previous:  # checked by the caller: the item before is a document
-                assert parent is not None and parent[0] == rowid - 1
-                links.adopt(parent[0], parent[1], item.from_previous, item.ids, parent[2], parent[3])
-            rowids = range(rowid, rowid + len(item))
-            metadata = [orjson.dumps(meta if type(meta) is dict else dict(meta)).decode() for meta in item.metadata]
-            doc_values.extend(_batch_rows(links, rowids, source, path, item, metadata))
-            fts_values.extend(zip(rowids, *map(item.field_texts, FIELDS),
-                                  repeat(scope_tokens(item.kind, item.connection))))
-            rowid += len(item)
-            continue
-        up, via = links.claim(item.id)
-        row = doc_row(rowid, source, path, item)
-        parent = (rowid, item, row[7], up is not None)
-        if up is not None:
-            row = _child_row(links, row, up, via)
-        doc_values.append(row)
-        fts_values.append(fts_row(rowid, item))
-        if item_edges:
-            links.add(rowid, item, item_edges, parent[2], parent[3])
-        rowid += 1
-    return Rows(range(first_rowid, rowid), doc_values, fts_values, links.rows())
+    ``first_rowid`` on, made a part at a time (``part``) so a build can write each part while it makes the next
+    (ADR 0059). An edge whose (source kind, relation) is in ``implied`` is kept as its target's ``up``/``via``
+    when ``edgestore.Implied`` can; a claim no later part takes is an edge row of ``rest``. A batch's rows are
+    made column by column, as its documents' would be."""
+
+    def __init__(self, source: str, path: str, first_rowid: int, implied: frozenset[tuple[str, str]]):
+        self._source, self._path, self._rowid = source, path, first_rowid
+        self._links = edgestore.Implied(implied)
+        self._parent: tuple[int, Document, str, bool] | None = None  # the last document: (rowid, it, metadata, claimed)
+
+    def part(self, items: Sequence[Item], edges: Sequence[Sequence[tuple[str, str, Any]]]) -> Rows:
+        """The rows of the next ``items`` (``edges``: each item's checked edges); a batch follows its document
+        in the same part. The edge rows are those decided so far."""
+        source, path, links, first = self._source, self._path, self._links, self._rowid
+        rowid, parent = first, self._parent
+        doc_values: list[tuple[Any, ...]] = []
+        fts_values: list[tuple[Any, ...]] = []
+        for item, item_edges in zip(items, edges, strict=True):  # one pass builds the three tables' rows
+            if isinstance(item, DocumentBatch):
+                if item.from_previous:  # checked by the caller: the item before is a document
+                    assert parent is not None and parent[0] == rowid - 1
+                    links.adopt(parent[0], parent[1], item.from_previous, item.ids, parent[2], parent[3])
+                rowids = range(rowid, rowid + len(item))
+                metadata = [orjson.dumps(meta if type(meta) is dict else dict(meta)).decode()
+                            for meta in item.metadata]
+                doc_values.extend(_batch_rows(links, rowids, source, path, item, metadata))
+                fts_values.extend(zip(rowids, *map(item.field_texts, FIELDS),
+                                      repeat(scope_tokens(item.kind, item.connection))))
+                rowid += len(item)
+                continue
+            up, via = links.claim(item.id)
+            row = doc_row(rowid, source, path, item)
+            parent = (rowid, item, row[7], up is not None)
+            if up is not None:
+                row = _child_row(links, row, up, via)
+            doc_values.append(row)
+            fts_values.append(fts_row(rowid, item))
+            if item_edges:
+                links.add(rowid, item, item_edges, parent[2], parent[3])
+            rowid += 1
+        self._rowid, self._parent = rowid, parent
+        return Rows(range(first, rowid), doc_values, fts_values, links.take_rows())
+
+    def rest(self) -> Rows:
+        """The edge rows left after the last part: the claims no target took."""
+        return Rows(range(self._rowid, self._rowid), [], [], self._links.rows())
+
+
+def parts(items: Sequence[Item], size: int) -> list[tuple[int, int]]:
+    """(start, end) of consecutive parts of ``items`` of about ``size`` documents each, cut only before a
+    document (a batch stays with the document before it)."""
+    bounds: list[tuple[int, int]] = []
+    start, count = 0, 0
+    for n, item in enumerate(items):
+        if count >= size and isinstance(item, Document):
+            bounds.append((start, n))
+            start, count = n, 0
+        count += len(item) if isinstance(item, DocumentBatch) else 1
+    if start < len(items):
+        bounds.append((start, len(items)))
+    return bounds
 
 
 def doc_row(rowid: int | None, source: str, path: str, doc: Document) -> tuple[Any, ...]:

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from khive.index.embed import Cells
+from khive.index.documents import Item, embed_texts
+from khive.index.embed import CellEmbedder, Cells, Embedder
 
 CELL = np.dtype([("index", "<u2"), ("value", "<f4")])  # packed: 6 bytes, no padding
 _MAX_SPARSE_DIMENSIONS = 1 << 16  # a cell index must fit in uint16
@@ -75,3 +76,14 @@ def matrix(stored: Sequence[bytes], dims: int) -> npt.NDArray[np.float32]:
         rows = np.repeat(positions, lengths[positions] // CELL.itemsize)
         out[rows, cells["index"].astype(np.intp)] = cells["value"]
     return out
+
+
+def vector_rows(embedder: Embedder | None, rowids: Sequence[int], items: Sequence[Item]
+                ) -> list[tuple[int, str, bytes]]:
+    """The ``vectors`` rows of ``items``' documents (rows ``rowids``, in order): none without an embedder."""
+    if embedder is None or not items:
+        return []
+    texts = [text for item in items for text in embed_texts(item)]
+    stored = cell_blobs(embedder.cells(texts)) if isinstance(embedder, CellEmbedder) \
+        else blobs(embedder.embed(texts).astype(np.float32, copy=False))
+    return [(rowid, embedder.name, blob) for rowid, blob in zip(rowids, stored, strict=True)]
