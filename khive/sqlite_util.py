@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 _RETRY_SECONDS = 30.0
+# SQLite's default: a commit that leaves the write-ahead log longer than this many pages copies it into the file
+WAL_AUTOCHECKPOINT = 1000
+
+log = logging.getLogger(__name__)
 
 
 def open_wal(path: Path, *, timeout: float = 30.0, page_size: int | None = None) -> sqlite3.Connection:
@@ -61,3 +67,23 @@ def statements(script: str) -> list[str]:
             found.append(current)
             current = ""
     return found
+
+
+def checkpoint_in_thread(path: Path) -> threading.Thread:
+    """Copy ``path``'s write-ahead log into the database file from a thread and a connection of their own, started
+    and returned for the caller to join. A PASSIVE checkpoint waits for no reader or writer; what it cannot copy
+    yet stays in the log, which readers read as before and a later checkpoint copies."""
+
+    def run() -> None:
+        try:
+            db = sqlite3.connect(path, isolation_level=None, timeout=_RETRY_SECONDS)
+            try:
+                db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            finally:
+                db.close()
+        except sqlite3.Error as exc:  # the log stays whole: only the copy is put off
+            log.warning("checkpoint of %s put off: %s", path, exc)
+
+    thread = threading.Thread(target=run, name="khive-checkpoint", daemon=True)
+    thread.start()
+    return thread

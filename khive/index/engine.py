@@ -60,11 +60,13 @@ from khive.index.store import (
     page_cache_size,
     set_page_cache_size,
     shadowed_files,
+    stored_item,
+    stored_items,
 )
 from khive.index.vectortables import VectorTables
 from khive.index.watch import ChangeWatcher
 from khive.limits import DEFAULT_LIMITS, Limits, applied
-from khive.sqlite_util import immediate
+from khive.sqlite_util import WAL_AUTOCHECKPOINT, checkpoint_in_thread, immediate
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +104,8 @@ class RetrievalIndex:
         self._walked = False
         self._vector_tables = VectorTables()
         self._build: BuildState | None = None  # during a build from nothing: what it wrote
+        self._log_held = False  # a build from nothing is being written: its commit leaves the log uncopied
+        self._checkpoint: threading.Thread | None = None  # the thread copying it
         self.generation = 0
 
     # freshness ------------------------------------------------------------------------------
@@ -145,12 +149,15 @@ class RetrievalIndex:
                 with self._transaction():
                     # What the index holds, read under the write lock: a process that waited for another's build
                     # sees what it wrote instead of building it again.
-                    stored = self._stored_items()
+                    stored = stored_items(self.db)
                     self._write(current, stored, self._stale_sources(), report,
                                 from_nothing=bool(current) and is_empty(self.db))
             finally:
                 set_page_cache_size(self.db, cache)  # memory back once written
+                self.db.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT}")
                 self._build = None
+        if self._log_held:  # a build from nothing committed its log uncopied: copied meanwhile (ADR 0059)
+            self._log_held, self._checkpoint = False, checkpoint_in_thread(self.database)
         self._walked = True
         return self._finish(report)
 
@@ -163,6 +170,9 @@ class RetrievalIndex:
         # holds what it writes, so no page is written out and read back before the commit.
         if from_nothing:
             set_page_cache_size(self.db, BUILD_PAGE_CACHE)
+            # the commit writes the log only; a thread copies it into the file while the first search runs
+            self.db.execute("PRAGMA wal_autocheckpoint = 0")
+            self._log_held = True
             drop_secondary_indexes(self.db)
             self._build = BuildState(in_child=in_child)
         for key in sorted(stored.keys() - current.keys()):  # first: a renamed file's ids are free again
@@ -215,7 +225,7 @@ class RetrievalIndex:
                     if relative is None:
                         continue
                     matched = True
-                    previous = self._stored_item(source.name, relative)  # one row, not the whole table
+                    previous = stored_item(self.db, source.name, relative)  # one row, not the whole table
                     if path.is_file():
                         self._reindex(source.name, relative, previous[2] if previous else None, report)
                     elif previous is not None:
@@ -223,7 +233,7 @@ class RetrievalIndex:
                 if not matched and path.is_relative_to(self.project):
                     # A directory that vanished, moved or was recreated: re-check what we hold under it.
                     prefix = path.relative_to(self.project).as_posix().rstrip("/") + "/"
-                    stored = self._stored_items()
+                    stored = stored_items(self.db)
                     for source_name, relative in [k for k in stored if k[1].startswith(prefix)]:
                         if (self.project / relative).is_file():
                             self._reindex(source_name, relative, stored[(source_name, relative)][2], report)
@@ -236,15 +246,6 @@ class RetrievalIndex:
             self.generation += 1
             self._vector_tables.clear()
         return report
-
-    def _stored_item(self, source_name: str, relative: str) -> tuple[int, int, str] | None:
-        row = self.db.execute("SELECT mtime_ns, size, sha256 FROM items WHERE source = ? AND path = ?",
-                              (source_name, relative)).fetchone()
-        return (int(row[0]), int(row[1]), str(row[2])) if row else None
-
-    def _stored_items(self) -> dict[tuple[str, str], tuple[int, int, str]]:
-        rows = self.db.execute("SELECT source, path, mtime_ns, size, sha256 FROM items").fetchall()
-        return {(r[0], r[1]): (int(r[2]), int(r[3]), str(r[4])) for r in rows}
 
     def _stale_sources(self) -> set[str]:
         known = dict(self.db.execute("SELECT name, version FROM sources").fetchall())
@@ -590,6 +591,8 @@ class RetrievalIndex:
 
     def close(self) -> None:
         with self._lock:
+            if self._checkpoint is not None:
+                self._checkpoint.join()
             if self._watcher is not None:
                 self._watcher.close()
                 self._watcher = None

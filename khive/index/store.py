@@ -254,3 +254,16 @@ def rows_digest(db: sqlite3.Connection) -> str:
         for row in db.execute(f"SELECT {columns} FROM {table} ORDER BY {key}"):
             digest.update(pickle.dumps(tuple(row), protocol=5))
     return digest.hexdigest()
+
+
+def stored_item(db: sqlite3.Connection, source: str, path: str) -> tuple[int, int, str] | None:
+    """(mtime_ns, size, sha256) of one indexed file, or None."""
+    row = db.execute("SELECT mtime_ns, size, sha256 FROM items WHERE source = ? AND path = ?",
+                     (source, path)).fetchone()
+    return (int(row[0]), int(row[1]), str(row[2])) if row else None
+
+
+def stored_items(db: sqlite3.Connection) -> dict[tuple[str, str], tuple[int, int, str]]:
+    """(source, path) -> (mtime_ns, size, sha256) of every indexed file."""
+    rows = db.execute("SELECT source, path, mtime_ns, size, sha256 FROM items").fetchall()
+    return {(r[0], r[1]): (int(r[2]), int(r[3]), str(r[4])) for r in rows}

@@ -1,9 +1,11 @@
 """A file's rows are written a part at a time (ADR 0059): however its documents are cut into parts, the index
-answers the same, and a file that fails after a part of it went to a writer process is built again in process."""
+answers the same, and a file that fails after a part of it went to a writer process is built again in process.
+A build from nothing commits its write-ahead log without copying it into the file; a thread copies it."""
 
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from khive.index.documents import FileSource
 from khive.index.embed import Cells, HashingEmbedder
 from khive.index.engine import RetrievalIndex
 from khive.index.store import rows_digest
+from khive.sqlite_util import WAL_AUTOCHECKPOINT, checkpoint_in_thread, immediate, open_wal
 
 
 class PoisonedEmbedder(HashingEmbedder):
@@ -89,3 +92,38 @@ def test_a_file_failing_in_process_keeps_none_of_its_parts(tmp_path: Path, monke
         assert index.count("table") == 10 and index.get("table:wh:p.t0", refresh=False) is None
     finally:
         index.close()
+
+
+def test_a_build_from_nothing_leaves_its_log_to_a_thread_and_later_commits_copy_as_before(tmp_path: Path) -> None:
+    write(tmp_path, "a.jsonl", many("s", 300))
+    index = open_index(tmp_path)
+    try:
+        index.refresh()
+        assert index.db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == WAL_AUTOCHECKPOINT
+        expected = rows_digest(index.db)
+    finally:
+        index.close()  # (waits for the copy)
+    assert not Path(f"{tmp_path / '.khive' / 'index.sqlite'}-wal").exists()
+    plain = sqlite3.connect(tmp_path / ".khive" / "index.sqlite")
+    try:
+        assert rows_digest(plain) == expected and plain.execute("SELECT count(*) FROM docs").fetchone()[0] > 300
+    finally:
+        plain.close()
+
+
+def test_a_log_is_copied_into_its_file_by_a_thread_while_its_writer_stays_open(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite"
+    writer = open_wal(path)
+    reader = open_wal(path)  # a reader between the commits: the log is not deleted on the writer's close
+    try:
+        writer.execute("PRAGMA wal_autocheckpoint = 0")
+        writer.execute("CREATE TABLE t (x TEXT)")
+        with immediate(writer):
+            writer.executemany("INSERT INTO t VALUES (?)", [("x" * 200,) for _ in range(5000)])
+        before = path.stat().st_size
+        checkpoint_in_thread(path).join()
+        assert before < 100_000 < path.stat().st_size  # the rows were in the log only, now in the file too
+        assert reader.execute("SELECT count(*) FROM t").fetchone()[0] == 5000
+    finally:
+        writer.close()
+        reader.close()
