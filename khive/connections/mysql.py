@@ -34,7 +34,17 @@ from pymysql.constants import FIELD_TYPE
 from khive.connections.catalog import CatalogSnapshot, Column, ColumnSample, ForeignKey, Table, TableKind
 from khive.connections.config import ConnectionConfig
 from khive.connections.driver import HoldsConnection, QueryResult, connection_url
-from khive.connections.types import build_column, query_result, quote, sample_sql, sample_tables, schema_selected
+from khive.connections.types import (
+    ReadRows,
+    build_column,
+    in_chunks,
+    query_result,
+    quote,
+    read_rows,
+    sample_sql,
+    sample_tables,
+    schema_selected,
+)
 from khive.errors import ConfigError, KhiveError
 from khive.values import DEFAULT_SHOWN, Converter, Encoder, Shown, json_text, timedelta_text
 
@@ -241,11 +251,12 @@ class MySqlDriver(HoldsConnection[pymysql.connections.Connection]):
                               details=details)
         return KhiveError(f"connection {self.connection!r}: {message}", code="query_failed", details=details)
 
-    def _unit(self, work: Any, timeout_s: float) -> Any:
-        """``work(cursor)`` in one read-only transaction, always rolled back."""
+    def _unit(self, work: Any, timeout_s: float, *, streamed: bool = False) -> Any:
+        """``work(cursor)`` in one read-only transaction, always rolled back. ``streamed``: the cursor reads rows from
+        the server as they are fetched (PyMySQL's unbuffered cursor), not the whole result at once."""
         conn = self._db()
         try:
-            with conn.cursor() as cursor:
+            with conn.cursor(pymysql.cursors.SSCursor if streamed else None) as cursor:
                 self._set_timeout(cursor, timeout_s)
                 cursor.execute("START TRANSACTION READ ONLY")
                 return work(cursor)
@@ -335,15 +346,19 @@ class MySqlDriver(HoldsConnection[pymysql.connections.Connection]):
                 shown: Shown = DEFAULT_SHOWN) -> QueryResult:
         started = time.perf_counter()
 
-        def work(cursor: Any) -> tuple[list[Any], list[int | None], list[tuple[Any, ...]]]:
+        def work(cursor: Any) -> tuple[list[Any], list[int | None], ReadRows]:
             cursor.execute(sql)
             description = list(cursor.description or [])
             fields = getattr(getattr(cursor, "_result", None), "fields", None) or []  # PyMySQL's column metadata
             charsets = [getattr(field, "charsetnr", None) for field in fields] or [None] * len(description)
-            return description, charsets, list(cursor.fetchmany(limit + 1)) if description else []
+            # rows as they come, reading stopped once they outweigh the answer (ADR 0053); closing the cursor
+            # reads past the rest of the (limit + 1 rows) result without keeping it
+            read = read_rows(in_chunks(cursor.fetchmany), limit, shown) if description else ReadRows([], unread=False)
+            return description, charsets, read
 
-        description, charsets, rows = self._unit(work, timeout_s)
+        description, charsets, read = self._unit(work, timeout_s, streamed=True)
         columns = [{"name": str(item[0]), "type": type_name(int(item[1]), charset)}
                    for item, charset in zip(description, charsets, strict=True)]
         converters = [_converter(int(item[1]), int(item[3] or 0)) for item in description]
-        return query_result(columns, rows, limit, started, converters=converters, shown=shown)
+        return query_result(columns, read.rows, limit, started, converters=converters, shown=shown,
+                            unread=read.unread)

@@ -288,3 +288,17 @@ async def test_mysql_history_comes_from_a_query_log(shop: dict[str, str], tmp_pa
     # the join's second run (the log's fifth line, 2026-11-24) is the newest that read orders
     assert orders["totals"] == {"executions": 5, "templates": 2, "distinctUsers": 3, "lastSeen": "2026-11-24T10:00:00Z"}
     assert "status" in orders["usage"]["commonGroupBys"]
+
+
+async def test_mysql_stops_reading_rows_that_outgrow_the_result(call: Call) -> None:
+    # 40 rows of 1 MB: the whole result was fetched into the daemon before any row was looked at; now reading
+    # stops once 2 MiB (8 x the 256 KiB cap) were read, and the session is clean for the next statement
+    rows = "SELECT 0 AS i UNION ALL " + " UNION ALL ".join(f"SELECT {i}" for i in range(1, 40))
+    result = await call(f'sql.execute(connection="shop", sql="SELECT i, REPEAT(\'z\', 1000000) AS body '
+                        f'FROM ({rows}) AS t ORDER BY i", limit=40)')
+    assert "error" not in result, result
+    assert result["truncated"] and 1 <= result["rowCount"] <= 9
+    assert result["rows"][0][0] == 0 and result["rows"][0][1].startswith("z" * 1000)
+    assert any("reading stopped" in note for note in result["notes"])
+    again = await call('sql.execute(connection="shop", sql="SELECT COUNT(*) AS n FROM orders")')
+    assert again["rows"] == [[4]] and not again["truncated"]
