@@ -31,20 +31,11 @@ import pymysql
 import sqlglot
 from pymysql.constants import FIELD_TYPE
 
+from khive.connections import types
 from khive.connections.catalog import CatalogSnapshot, Column, ColumnSample, ForeignKey, Table, TableKind
 from khive.connections.config import ConnectionConfig
 from khive.connections.driver import HoldsConnection, QueryResult, connection_url
-from khive.connections.types import (
-    ReadRows,
-    build_column,
-    in_chunks,
-    query_result,
-    quote,
-    read_rows,
-    sample_sql,
-    sample_tables,
-    schema_selected,
-)
+from khive.connections.types import build_column, query_result, quote, sample_sql, sample_tables, schema_selected
 from khive.errors import ConfigError, KhiveError
 from khive.values import DEFAULT_SHOWN, Converter, Encoder, Shown, json_text, timedelta_text
 
@@ -346,14 +337,15 @@ class MySqlDriver(HoldsConnection[pymysql.connections.Connection]):
                 shown: Shown = DEFAULT_SHOWN) -> QueryResult:
         started = time.perf_counter()
 
-        def work(cursor: Any) -> tuple[list[Any], list[int | None], ReadRows]:
+        def work(cursor: Any) -> tuple[list[Any], list[int | None], types.ReadRows]:
             cursor.execute(sql)
             description = list(cursor.description or [])
             fields = getattr(getattr(cursor, "_result", None), "fields", None) or []  # PyMySQL's column metadata
             charsets = [getattr(field, "charsetnr", None) for field in fields] or [None] * len(description)
             # rows as they come, reading stopped once they outweigh the answer (ADR 0053); closing the cursor
             # reads past the rest of the (limit + 1 rows) result without keeping it
-            read = read_rows(in_chunks(cursor.fetchmany), limit, shown) if description else ReadRows([], unread=False)
+            read = types.read_rows(types.in_chunks(cursor.fetchmany), limit, shown) if description \
+                else types.ReadRows([], unread=False)
             return description, charsets, read
 
         description, charsets, read = self._unit(work, timeout_s, streamed=True)
