@@ -27,7 +27,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row, tuple_row
 from psycopg.sql import SQL, Composed
 
-from khive.abandon import abandoned, interrupt_on_abandon
+from khive.abandon import abandoned, caller_left, interrupt_on_abandon
 from khive.connections.catalog import (
     CatalogSnapshot,
     Column,
@@ -249,8 +249,7 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
             return KhiveError(f"connection {self.connection!r} is read-only: {message}", code="read_only_violation",
                               details=details)
         if isinstance(exc, pg_errors.QueryCanceled) and abandoned():
-            return KhiveError(f"statement cancelled: its caller left before the answer (connection "
-                              f"{self.connection!r})", code="caller_left", details=details)
+            return caller_left(self.connection, details)
         if isinstance(exc, pg_errors.QueryCanceled):
             return KhiveError(f"statement cancelled after {timeout_s:g}s (connection {self.connection!r})",
                               code="statement_timeout", details={**details, "timeout_s": timeout_s})
