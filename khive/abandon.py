@@ -5,16 +5,20 @@ worker thread cannot be cancelled from the event loop: a PostgreSQL statement ra
 its pool slot, for nobody. The daemon gives each request an ``Abandon``; code that blocks on something that
 can be interrupted from another thread (a statement: libpq's cancel request) registers how with
 ``interrupt_on_abandon``, and the daemon calls it when the caller's connection closes. Writes register
-nothing: what they started finishes.
+nothing: what they started finishes. ``khive mcp`` dispatching locally (no daemon) sets the request's
+``Abandon`` when the SDK cancels the call; DuckDB and SQLite statements register ``interrupt()`` as
+PostgreSQL registers its cancel request (ADR 0058, eighth session).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+
+from khive.errors import KhiveError
 
 log = logging.getLogger(__name__)
 
@@ -80,3 +84,38 @@ def interrupt_on_abandon(interrupt: Callable[[], object]) -> Iterator[None]:
         return
     with current.interrupting(interrupt):
         yield
+
+
+_REPEAT_S = 0.05  # between interrupts of a statement that may not have started yet
+
+
+@contextmanager
+def keep_interrupting_on_abandon(interrupt: Callable[[], object]) -> Iterator[None]:
+    """``interrupt_on_abandon`` for a client whose interrupt stops only a statement already running (DuckDB's
+    and SQLite's ``interrupt()``): a caller that leaves just before the statement starts would be missed, so the
+    interrupt is repeated until the block ends, and never after it (the connection's next statement)."""
+    lock = threading.Lock()
+    ended = threading.Event()
+
+    def once() -> bool:
+        with lock:
+            if not ended.is_set():
+                interrupt()
+        return not ended.is_set()
+
+    def repeat() -> None:
+        while once():
+            ended.wait(_REPEAT_S)
+
+    with interrupt_on_abandon(lambda: threading.Thread(target=repeat, name="khive-abandon", daemon=True).start()):
+        try:
+            yield
+        finally:
+            with lock:
+                ended.set()
+
+
+def caller_left(connection: str, details: Mapping[str, object]) -> KhiveError:
+    """The error of a statement interrupted because its caller left (every driver's, audited ``caller_left``)."""
+    return KhiveError(f"statement cancelled: its caller left before the answer (connection {connection!r})",
+                      code="caller_left", details=dict(details))

@@ -28,7 +28,17 @@ from khive.audit.trail import RequestTrail
 from khive.context import Context
 from khive.dsl.nodes import Mode, Op, Ref, Request
 from khive.envelope import summarize
-from khive.errors import InvalidArgs, KhiveError, LimitExceeded, OpError, PermissionDenied, RefError, WriteConflict
+from khive.errors import (
+    QUOTED_CHARS,
+    InvalidArgs,
+    KhiveError,
+    LimitExceeded,
+    OpError,
+    PermissionDenied,
+    RefError,
+    WriteConflict,
+    bounded,
+)
 from khive.execution import run_op
 from khive.limits import use as use_limits
 from khive.values import ANSWER_ROW_BYTES, MIN_ROW_SHARE
@@ -281,10 +291,14 @@ def _ref_details(ref: Ref, at: Any) -> dict[str, Any]:
     return {"ref": str(ref), "available": sorted(at) if isinstance(at, dict) else None}
 
 
+_PROBLEMS_SHOWN = 10  # of one op's invalid arguments, in its error
+
+
 def _invalid_args(verb: Verb, exc: ValidationError) -> InvalidArgs:
     problems = []
-    for error in exc.errors(include_url=False):
-        field = ".".join(str(part) for part in error["loc"]) or "(arguments)"
+    errors = exc.errors(include_url=False)
+    for error in errors[:_PROBLEMS_SHOWN]:
+        field = bounded(".".join(str(part) for part in error["loc"]) or "(arguments)", QUOTED_CHARS)
         if error["type"] == "extra_forbidden":
             known = ", ".join(sorted(verb.params.model_fields)) or "none"
             message = f"unknown argument {field!r}; {verb.name} takes: {known}"
@@ -295,8 +309,11 @@ def _invalid_args(verb: Verb, exc: ValidationError) -> InvalidArgs:
         limit = error.get("ctx", {}) if error["type"] == "limit_exceeded" else {}  # which limit, its value, the fix
         problems.append({"field": field, "message": message, "type": error["type"], **limit})
     summary = "; ".join(problem["message"] for problem in problems)
+    unshown = len(errors) - len(problems)
+    if unshown:  # thousands of unknown arguments or bad items: the first ones say what is wrong
+        summary += f"; and {unshown:,} more problems"
     kind = LimitExceeded if all(p["type"] == "limit_exceeded" for p in problems) else InvalidArgs
-    return kind(f"{verb.name}: {summary}", details={"verb": verb.name, "errors": problems})
+    return kind(f"{verb.name}: {summary}", details={"verb": verb.name, "errors": problems, "more_errors": unshown})
 
 
 def _envelope(outcomes: list[_Outcome], ctx: Context, request_id: str) -> dict[str, Any]:

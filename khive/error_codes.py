@@ -136,7 +136,7 @@ PACKS = (
     _c("source_ambiguous", "the source name exists in several connections", "sl.read", "pass connection="),
     _c("sources_not_found", "the connection has no semantic-layer sources", "sl.compile, sl.query",
        "`khive request 'sl.bootstrap(connection=...)'`"),
-    _c("invalid_source", "a source file breaks the semantic-layer schema", "sl.write",
+    _c("invalid_source", "a source file breaks the semantic-layer schema", "sl.write, sl.compile, sl.query",
        "details list each problem with its field and fix"),
     _c("invalid_dbt_project", "the dbt project cannot be read", "sl.import_dbt", "the message names the file"),
     _c("compile_error", "the semantic layer cannot compile the query (narrower codes below)", "sl.compile",

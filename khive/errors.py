@@ -29,6 +29,11 @@ exception cross the dispatcher: anything else is reported as ``internal_error`` 
 the exception, never a traceback). A failure outside any op (the dispatcher, the daemon client, the
 MCP server, the daemon's request path, the CLI) also becomes an envelope in which every op failed
 with ``internal_error`` and ``details.stage`` (khive/failure.py), never a crash or a protocol error.
+
+An error never carries a caller's value whole (ADR 0058, eighth session): raise sites quote values with
+``quoted`` (a bounded repr that says the value's length), and every error's message and the text in its
+details are bounded here, cut in the middle, so a message quoting a 100 KB argument still starts with what
+it is about and ends with the fix.
 """
 
 from __future__ import annotations
@@ -54,10 +59,43 @@ def spellings(code: str) -> tuple[str, ...]:
     return (code, *(old for old, new in LEGACY_CODES.items() if new == code))
 
 
+QUOTED_CHARS = 120  # of a caller's value quoted in a message
+MESSAGE_CHARS = 2_000  # of an error's message; longer ones lose their middle
+DETAIL_CHARS = 2_000  # of each text in an error's details
+
+
+def quoted(value: object, limit: int = QUOTED_CHARS) -> str:
+    """``repr(value)`` for an error message, at most ``limit`` characters and the value's length past that."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}...({len(value) if isinstance(value, str) else len(text):,} characters)"
+
+
+def bounded(text: str, limit: int) -> str:
+    """``text``, or its start and end with the middle left out when it is longer than ``limit``: the start says
+    what the error is about, the end usually says the fix."""
+    if len(text) <= limit:
+        return text
+    keep = max(1, (limit - 48) // 2)
+    return f"{text[:keep]} ...({len(text) - 2 * keep:,} characters left out)... {text[-keep:]}"
+
+
+def _bounded_details(value: Any) -> Any:
+    if isinstance(value, str):
+        return bounded(value, DETAIL_CHARS)
+    if isinstance(value, dict):
+        return {key: _bounded_details(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_bounded_details(item) for item in value]
+    return value
+
+
 class KhiveError(Exception):
     code: str = "khive_error"
 
     def __init__(self, message: str, *, code: str | None = None, details: dict[str, Any] | None = None):
+        message = bounded(message, MESSAGE_CHARS)
         super().__init__(message)
         self.message = message
         if code is not None:
@@ -67,8 +105,8 @@ class KhiveError(Exception):
     def to_dict(self) -> dict[str, Any]:
         """The error as envelopes and the CLI show it: detail names in camelCase, like every key on the wire
         (ADR 0039); raise sites name them in Python's snake_case."""
-        return {"code": self.code, "message": self.message,
-                "details": {wire_name(key): value for key, value in self.details.items()}}
+        return {"code": self.code, "message": bounded(self.message, MESSAGE_CHARS),
+                "details": {wire_name(key): _bounded_details(value) for key, value in self.details.items()}}
 
 
 class DslSyntaxError(KhiveError):

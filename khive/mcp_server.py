@@ -29,7 +29,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.message import SessionMessage
 
 from khive import __version__
-from khive.abandon import Abandon
+from khive.abandon import Abandon, use_abandon
 from khive.agent_brief import server_instructions, tool_description
 from khive.audit.trail import audit_parse_error
 from khive.bearer import match_token
@@ -81,7 +81,32 @@ def parse_error_data(exc: DslSyntaxError) -> dict[str, Any]:
 
 
 async def local_dispatch(request: Request, ctx: Context) -> dict[str, Any]:
-    return await dispatch(request, ctx)
+    """``dispatch`` in this process. A call the client cancels runs on as in the daemon (what it started finishes
+    and is audited), but its ``Abandon`` is set, so statements only its answer needed stop (ADR 0058): a
+    statement in a worker thread does not see the handler's cancellation, which would wait for it."""
+    abandon = Abandon()
+    outcome: list[dict[str, Any] | Exception] = []
+    done = anyio.Event()
+
+    async def run() -> None:
+        use_abandon(abandon)
+        with anyio.CancelScope(shield=True):
+            try:
+                outcome.append(await dispatch(request, ctx))
+            except Exception as exc:  # raised as it is below, not inside the task group's exception group
+                outcome.append(exc)
+        done.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        try:
+            await done.wait()
+        except anyio.get_cancelled_exc_class():
+            abandon.set()
+            raise
+    if isinstance(outcome[0], Exception):
+        raise outcome[0]
+    return outcome[0]
 
 
 def forwarding_dispatcher(project: Path, env: Mapping[str, str], settings: DaemonSettings,

@@ -18,7 +18,7 @@ from khive.connections.config import ConnectionConfig
 from khive.connections.driver import Driver, open_driver
 from khive.connections.pool import DriverPools
 from khive.envref import resolve
-from khive.errors import ConfigError, NotFound
+from khive.errors import ConfigError, NotFound, quoted
 from khive.gate import Gate, Rule
 from khive.hookspecs import EdgeRule, EmbedderSpec, PackInfo
 from khive.index.buildprocess import BuildProcess
@@ -96,7 +96,7 @@ class Runtime:
         found = self.config.connections.get(name)
         if found is None:
             known = ", ".join(sorted(self.config.connections)) or "none configured"
-            raise NotFound(f"unknown connection {name!r}; connections in khive.yaml: {known}",
+            raise NotFound(f"unknown connection {quoted(name)}; connections in khive.yaml: {known}",
                            code="connection_not_found", details={"connection": name})
         return found
 

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import orjson
 
-from khive.errors import InvalidArgs, LimitExceeded
+from khive.errors import InvalidArgs, LimitExceeded, quoted
 from khive.project.store import FileStore, clean_path
 
 EXPORTS = "exports"
@@ -40,7 +40,7 @@ def target(save_to: str) -> str:
     """The project-relative path ``save_to`` names (always under exports/), or InvalidArgs naming the fix."""
     relative = save_to.strip()
     if PurePosixPath(relative).is_absolute():
-        raise InvalidArgs(f"save_to {save_to!r} is absolute; it names a file under the project's exports/",
+        raise InvalidArgs(f"save_to {quoted(save_to)} is absolute; it names a file under the project's exports/",
                           details={"field": "save_to", "fix": _FIX})
     parts = PurePosixPath(relative).parts
     if parts and parts[0] == EXPORTS:
@@ -48,10 +48,10 @@ def target(save_to: str) -> str:
     try:
         path = clean_path(f"{EXPORTS}/{relative}") if relative else ""
     except Exception as exc:  # invalid_path: absolute, '..', too long, ...
-        raise InvalidArgs(f"save_to {save_to!r}: {getattr(exc, 'message', exc)}",
+        raise InvalidArgs(f"save_to {quoted(save_to)}: {getattr(exc, 'message', exc)}",
                           details={"field": "save_to", "fix": _FIX}) from None
     if not path or PurePosixPath(path).suffix.lower() not in FORMATS:
-        raise InvalidArgs(f"save_to {save_to!r} names no file with a known format; the extension picks it: "
+        raise InvalidArgs(f"save_to {quoted(save_to)} names no file with a known format; the extension picks it: "
                           f"{', '.join(FORMATS)}", details={"field": "save_to", "fix": _FIX})
     return path
 
@@ -91,7 +91,7 @@ def save(files: FileStore, save_to: str, columns: Sequence[str], rows: Sequence[
     text = render(fmt, columns, rows, document)
     size = len(text.encode("utf-8"))
     if size > MAX_SAVE_BYTES:
-        raise LimitExceeded(f"save_to {save_to!r}: the {fmt} file would be {size} bytes, over the "
+        raise LimitExceeded(f"save_to {quoted(save_to)}: the {fmt} file would be {size} bytes, over the "
                             f"{MAX_SAVE_BYTES}-byte limit of a saved result; ask for fewer rows (limit) or columns",
                             details={"field": "save_to", "bytes": size, "limit": MAX_SAVE_BYTES})
     written = files.write_text(path, text, author=author, message=f"khive: save {path}")

@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from khive.errors import PackLoadError, UnknownVerb
+from khive.errors import PackLoadError, UnknownVerb, quoted
 from khive.results import result_schema
 
 
@@ -110,7 +110,7 @@ class VerbRegistry:
             return verb
         close = difflib.get_close_matches(name, list(self.verbs), n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else "; call verbs() to list them"
-        raise UnknownVerb(f"unknown verb {name!r}{hint}", details={"verb": name, "closest": close})
+        raise UnknownVerb(f"unknown verb {quoted(name)}{hint}", details={"verb": name, "closest": close})
 
     def catalogue(self, *, include_operator: bool = True) -> list[dict[str, str]]:
         return [

@@ -67,7 +67,8 @@ class ColumnSample(_Model):
     distinct: int | None = None
     nulls: int | None = None
     sampled_rows: int | None = Field(default=None, alias="sampledRows")
-    skipped: str | None = None  # why none: "secret-name", "sensitive-name", "sensitive-type", "binary", "view", ...
+    skipped: str | None = None  # why none: "secret-name", "sensitive-name", "sensitive-type", "binary", "view",
+    # "no-privilege" (the role may not read it), "error", "timeout", ...
 
 
 class ExcludedObject(_Model):

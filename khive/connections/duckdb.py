@@ -18,6 +18,7 @@ from typing import Any
 
 import duckdb
 
+from khive.abandon import abandoned, caller_left, keep_interrupting_on_abandon
 from khive.connections.catalog import CatalogSnapshot, Column, ColumnSample, ForeignKey, Table
 from khive.connections.config import ConnectionConfig, SamplePolicy
 from khive.connections.driver import HoldsConnection, QueryResult
@@ -122,6 +123,8 @@ class DuckDbDriver(HoldsConnection[duckdb.DuckDBPyConnection]):
 
     def _error(self, exc: duckdb.Error, timeout_s: float, timed_out: bool) -> KhiveError:
         details = {"connection": self.connection, "duckdb_error": type(exc).__name__}
+        if isinstance(exc, duckdb.InterruptException) and not timed_out and abandoned():
+            return caller_left(self.connection, details)
         if isinstance(exc, duckdb.InterruptException) or timed_out:
             return KhiveError(f"statement cancelled after {timeout_s:g}s (connection {self.connection!r})",
                               code="statement_timeout", details={**details, "timeout_s": timeout_s})
@@ -191,7 +194,7 @@ class DuckDbDriver(HoldsConnection[duckdb.DuckDBPyConnection]):
         through text (duckvalues.py); binding and running share one deadline."""
         started = time.perf_counter()
         conn = self._db()
-        with self._deadline(conn, timeout_s) as fired:
+        with self._deadline(conn, timeout_s) as fired, keep_interrupting_on_abandon(conn.interrupt):
             try:
                 relation = conn.sql(sql)
                 if relation is None:

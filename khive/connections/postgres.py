@@ -27,7 +27,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row, tuple_row
 from psycopg.sql import SQL, Composed
 
-from khive.abandon import abandoned, interrupt_on_abandon
+from khive.abandon import abandoned, caller_left, interrupt_on_abandon
 from khive.connections.catalog import (
     CatalogSnapshot,
     Column,
@@ -65,10 +65,14 @@ FROM pg_catalog.pg_namespace AS n
 WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_(toast|temp_)'
 ORDER BY n.nspname
 """
-# ``c`` inherits from a plain table: an old-style partition, folded into its parent
+# ``c`` inherits from a plain table and has no column of its own: an old-style partition, folded into its
+# parent. A child that adds columns (CREATE TABLE capitals (...) INHERITS (cities)) is a table of its own.
 _INHERITED = """SELECT 1 FROM pg_catalog.pg_inherits AS inh
                   JOIN pg_catalog.pg_class AS parent ON parent.oid = inh.inhparent
-                  WHERE inh.inhrelid = c.oid AND parent.relkind = 'r'"""
+                  WHERE inh.inhrelid = c.oid AND parent.relkind = 'r'
+                    AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute AS own
+                                    WHERE own.attrelid = c.oid AND own.attnum > 0 AND NOT own.attisdropped
+                                      AND own.attinhcount = 0)"""
 _RELATIONS_SQL = f"""
 SELECT c.oid, n.nspname AS schema, c.relname AS name, c.relkind AS kind, ds.description AS comment,
        CASE WHEN c.relkind = 'p' THEN (
@@ -131,6 +135,14 @@ ORDER BY con.conrelid, con.contype, con.conname
 _ATTNAMES_SQL = """
 SELECT a.attrelid AS oid, a.attnum, a.attname AS name FROM pg_catalog.pg_attribute AS a
 WHERE a.attrelid = ANY(%(oids)s) AND a.attnum > 0
+"""
+# The columns of one relation the session's role may read: asked only when a sample query was refused
+_READABLE_SQL = """
+SELECT a.attname AS name FROM pg_catalog.pg_attribute AS a
+JOIN pg_catalog.pg_class AS c ON c.oid = a.attrelid
+JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+WHERE n.nspname = %(schema)s AND c.relname = %(name)s AND a.attnum > 0 AND NOT a.attisdropped
+  AND pg_catalog.has_schema_privilege(n.oid, 'USAGE') AND pg_catalog.has_column_privilege(c.oid, a.attnum, 'SELECT')
 """
 _SAMPLE_SEED = 42
 
@@ -237,8 +249,7 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
             return KhiveError(f"connection {self.connection!r} is read-only: {message}", code="read_only_violation",
                               details=details)
         if isinstance(exc, pg_errors.QueryCanceled) and abandoned():
-            return KhiveError(f"statement cancelled: its caller left before the answer (connection "
-                              f"{self.connection!r})", code="caller_left", details=details)
+            return caller_left(self.connection, details)
         if isinstance(exc, pg_errors.QueryCanceled):
             return KhiveError(f"statement cancelled after {timeout_s:g}s (connection {self.connection!r})",
                               code="statement_timeout", details={**details, "timeout_s": timeout_s})
@@ -352,7 +363,10 @@ class PostgresDriver(HoldsConnection[psycopg.Connection[Any]]):
                              as_text=printed_text)
             return [tuple(row.values()) for row in self._fetch(sql)]  # no params: a "%" in a name stays literal
 
-        return sample_tables(tables, policy, self.dialect, run)
+        def readable(table: Table) -> list[str]:
+            return [row["name"] for row in self._fetch(_READABLE_SQL, {"schema": table.db, "name": table.name})]
+
+        return sample_tables(tables, policy, self.dialect, run, readable=readable)
 
     def _result_types(self, conn: psycopg.Connection[Any], oids: list[int]) -> dict[int, PgType]:
         """Result column types: psycopg's registry, else pg_type (enums, domains, composites and their arrays)."""

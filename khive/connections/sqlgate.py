@@ -51,7 +51,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
 
 from khive.connections.sqlgate_functions import allowed_names, denied_reason, server_state_reason
-from khive.errors import KhiveError
+from khive.errors import MESSAGE_CHARS, QUOTED_CHARS, KhiveError, bounded
 
 GateCode = Literal["ok", "not_read_only", "multiple_statements", "forbidden_function", "server_state",
                    "parse_error", "empty"]
@@ -59,6 +59,7 @@ GateCode = Literal["ok", "not_read_only", "multiple_statements", "forbidden_func
 ALLOWED_ROOTS = "SELECT, UNION/INTERSECT/EXCEPT, VALUES, WITH ... SELECT and EXPLAIN of those"
 _TOO_DEEP = "the SQL is nested too deeply for the gate to check; flatten the expression or use a CTE"
 WRAP_ALIAS = "khive_q"
+_KINDS_SHOWN = 5  # statements of a multi-statement text named in its refusal
 
 
 @dataclass(frozen=True)
@@ -187,7 +188,8 @@ def _check(sql: str, engine: Dialect, policy: _Policy, *, explained: bool) -> Ga
     except RecursionError:
         return _refuse("parse_error", words[0].text.upper(), _TOO_DEEP)
     if len(statements) > 1:
-        kinds = "; ".join(_kind(statement, policy.dialect) for statement in statements)
+        kinds = "; ".join(_kind(statement, policy.dialect) for statement in statements[:_KINDS_SHOWN])
+        kinds += "; ..." if len(statements) > _KINDS_SHOWN else ""
         return _refuse("multiple_statements", kinds,
                        f"{len(statements)} statements found ({kinds}); send exactly one statement "
                        "(a trailing semicolon is fine)")
@@ -333,7 +335,7 @@ def _kind(node: exp.Expr, dialect: str) -> str:
             return "SELECT FOR UPDATE" if locks[0].args.get("update") else "SELECT FOR SHARE"
         return "SELECT"
     if isinstance(node, exp.Command):
-        return str(node.this).upper()
+        return bounded(str(node.this).upper(), QUOTED_CHARS)
     if isinstance(node, (exp.Create, exp.Drop, exp.Alter)):
         return f"{node.key.upper()} {str(node.args.get('kind') or '').upper()}".strip()
     for node_type, name in _KINDS:
@@ -343,7 +345,7 @@ def _kind(node: exp.Expr, dialect: str) -> str:
         return node.key.upper()
     # sqlglot reads unknown statements as expressions: SAVEPOINT s is a column aliased s.
     rendered = node.sql(dialect=dialect).split()
-    return rendered[0].upper() if rendered else node.key.upper()
+    return bounded(rendered[0].upper(), QUOTED_CHARS) if rendered else node.key.upper()
 
 
 def _write_reason(node: exp.Expr, dialect: str) -> str:
@@ -500,7 +502,8 @@ def _sleep_seconds(node: exp.Func, slept: float, timeout_s: float | None) -> tup
 # --- helpers --------------------------------------------------------------------------------------
 
 def _refuse(code: GateCode, kind: str, reason: str) -> GateDecision:
-    return GateDecision(False, reason, kind, code)
+    # The kind and the reason quote the caller's SQL (its first word, its statements): bounded like any error's
+    return GateDecision(False, bounded(reason, MESSAGE_CHARS), bounded(kind, QUOTED_CHARS), code)
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

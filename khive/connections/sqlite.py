@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from khive.abandon import abandoned, caller_left, keep_interrupting_on_abandon
 from khive.connections.catalog import CatalogSnapshot, Column, ColumnSample, ExcludedObject, ForeignKey, Table
 from khive.connections.config import ConnectionConfig
 from khive.connections.driver import HoldsConnection, QueryResult
@@ -130,6 +131,8 @@ class SqliteDriver(HoldsConnection[sqlite3.Connection]):
         if name == "SQLITE_READONLY" or "readonly database" in str(exc):
             return KhiveError(f"connection {self.connection!r} is read-only: {exc}", code="read_only_violation",
                               details=details)
+        if name == "SQLITE_INTERRUPT" and abandoned():
+            return caller_left(self.connection, details)
         if name == "SQLITE_INTERRUPT":
             return KhiveError(f"statement cancelled after {timeout_s:g}s (connection {self.connection!r})",
                               code="statement_timeout", details={**details, "timeout_s": timeout_s})
@@ -240,8 +243,9 @@ class SqliteDriver(HoldsConnection[sqlite3.Connection]):
         started = time.perf_counter()
         try:
             # rows a batch at a time, and no more than the result can show (ADR 0053)
-            read, description = self._read(sql, timeout_s=timeout_s, values=True, fetch=lambda cursor: read_rows(
-                in_chunks(cursor.fetchmany), limit, shown))
+            with keep_interrupting_on_abandon(self._db().interrupt):
+                read, description = self._read(sql, timeout_s=timeout_s, values=True, fetch=lambda cursor: read_rows(
+                    in_chunks(cursor.fetchmany), limit, shown))
         finally:
             if self._conn is not None:  # a PRAGMA query_only = OFF that slipped through lasts one statement
                 self._conn.execute("PRAGMA query_only = ON")

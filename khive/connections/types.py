@@ -15,7 +15,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -358,12 +358,15 @@ def read_sample(table: Table, columns: Sequence[Column], rows: Iterable[Sequence
 SampleRunner = Callable[[Table, list[Column]], Iterable[Sequence[Any]]]
 
 
-def sample_tables(tables: Sequence[Table], policy: SamplePolicy, dialect: str, run: SampleRunner,
-                  ) -> list[ColumnSample]:
+def sample_tables(tables: Sequence[Table], policy: SamplePolicy, dialect: str, run: SampleRunner, *,
+                  readable: Callable[[Table], Collection[str]] | None = None) -> list[ColumnSample]:
     """Sample each table with one ``run(table, columns)`` query; samples come back in column order.
 
     A table whose query times out or fails gets ``skipped="timeout"``/``"error"`` samples and the
-    others go on; a lost connection (``connection_failed``) stops everything.
+    others go on; a lost connection (``connection_failed``) stops everything. A query refused for want of a
+    privilege (SQLSTATE 42501), when the driver can say which columns the role may read (``readable``), is run
+    again on those; the others get ``skipped="no-privilege"`` (a column-level grant, a table or schema the role
+    cannot read).
     """
     if not policy.enabled:
         return []
@@ -371,16 +374,31 @@ def sample_tables(tables: Sequence[Table], policy: SamplePolicy, dialect: str, r
     for table in tables:
         columns, found = plan_sample(table, policy, dialect)
         if columns:
-            try:
-                found += read_sample(table, columns, run(table, columns), policy, dialect)
-            except KhiveError as exc:
-                if exc.code in ("connection_failed", "driver_unavailable"):
-                    raise
-                reason = "timeout" if exc.code == "statement_timeout" else "error"
-                found += [ColumnSample(db=table.db, table=table.name, column=c.name, skipped=reason) for c in columns]
+            found += _sample_table(table, columns, policy, dialect, run, readable)
         position = {column.name: i for i, column in enumerate(table.columns)}
         samples.extend(sorted(found, key=lambda sample: position[sample.column]))
     return samples
+
+
+NO_PRIVILEGE = "42501"  # SQLSTATE insufficient_privilege
+
+
+def _sample_table(table: Table, columns: list[Column], policy: SamplePolicy, dialect: str, run: SampleRunner,
+                  readable: Callable[[Table], Collection[str]] | None) -> list[ColumnSample]:
+    try:
+        return read_sample(table, columns, run(table, columns), policy, dialect)
+    except KhiveError as exc:
+        if exc.code in ("connection_failed", "driver_unavailable"):
+            raise
+        if readable is not None and exc.details.get("sqlstate") == NO_PRIVILEGE:
+            allowed = set(readable(table))
+            kept = [column for column in columns if column.name in allowed]
+            denied = [ColumnSample(db=table.db, table=table.name, column=column.name, skipped="no-privilege")
+                      for column in columns if column.name not in allowed]
+            if denied:  # else the refusal was not about these columns: an error like any other
+                return denied + (_sample_table(table, kept, policy, dialect, run, None) if kept else [])
+        reason = "timeout" if exc.code == "statement_timeout" else "error"
+        return [ColumnSample(db=table.db, table=table.name, column=c.name, skipped=reason) for c in columns]
 
 
 # ---- query results -------------------------------------------------------------------------------------------

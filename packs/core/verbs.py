@@ -44,9 +44,12 @@ def overview(params: NoParams, ctx: Context) -> dict[str, Any]:
     return collect_overview(ctx.runtime)  # file reads: a plain def runs in a worker thread (ADR 0027)
 
 
+_GLOB_CHARS = 1_000  # SQLite refuses a LIKE pattern of 50,000 bytes as "too complex" (an internal error)
+
+
 class AuditQueryParams(Params):
-    verb: str | None = Field(default=None, description="verb glob, e.g. wiki.*")
-    principal: str | None = Field(default=None, description="principal glob")
+    verb: str | None = Field(default=None, max_length=_GLOB_CHARS, description="verb glob, e.g. wiki.*")
+    principal: str | None = Field(default=None, max_length=_GLOB_CHARS, description="principal glob")
     outcome: str | None = Field(default=None, description="ok, an error code, aborted, interrupted, running, "
                                                           "parse_error")
     since: datetime | None = Field(default=None, description="ISO time, inclusive")

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import orjson
 
-from khive.errors import InvalidArgs
+from khive.errors import InvalidArgs, quoted
 from khive.project.runs import json_bytes
 from khive.project.store import FileStore
 from khive.redact import Redactor
@@ -55,7 +55,7 @@ def parse_unit(unit: str) -> tuple[str, Kind, str, str]:
     """(connection, kind, target, hash prefix) of a unit id, or InvalidArgs naming the expected form."""
     match = _UNIT_RE.match(unit)
     if match is None:
-        raise InvalidArgs(f"unit {unit!r} is not a work unit id; ids look like shop/table/public.orders@<16 hex> "
+        raise InvalidArgs(f"unit {quoted(unit)} is not a work unit id; ids look like shop/table/public.orders@<16 hex> "
                           "or shop/patterns@<16 hex>: take them from historic_sql.units()",
                           details={"unit": unit})
     if match["patterns"]:

@@ -26,7 +26,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from khive.context import Context
-from khive.errors import NotFound, OpError
+from khive.errors import NotFound, OpError, quoted
 from khive.project.runs import new_sync_id, prune_runs, sync_time
 from packs.historic_sql import evidence, history, pages, projection
 from packs.historic_sql.bucketize import bucketize
@@ -70,7 +70,7 @@ async def _ingest(ctx: Context, connection: str, *, window_days: int | None, pro
     chosen = provider or settings.provider
     catalog = await ctx.run_blocking(Catalog.from_project, runtime.project, connection)
     if not len(catalog):
-        raise NotFound(f"connection {connection!r} has no scan to resolve table names against; run "
+        raise NotFound(f"connection {quoted(connection)} has no scan to resolve table names against; run "
                        f"`khive scan {connection}` first", code="scan_missing", details={"connection": connection})
     caches = Caches(runtime.project, connection)
     timings: dict[str, float] = {}

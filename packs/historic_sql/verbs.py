@@ -8,7 +8,7 @@ import orjson
 from pydantic import Field
 
 from khive.context import Context
-from khive.errors import InvalidArgs, KhiveError, NotFound, OpError
+from khive.errors import InvalidArgs, KhiveError, NotFound, OpError, quoted
 from khive.verbs import Params, Verb, Visibility
 from packs.historic_sql import evidence, history, ingest, pages, results
 from packs.historic_sql.bucketize import EXECUTION_BANDS, band, workload_tier
@@ -95,7 +95,8 @@ def submit(params: SubmitParams, ctx: Context) -> dict[str, Any]:
         why = ("its input is not in the latest ingest" if current is None else
                "it was already digested" if current.startswith(prefix) else
                "the latest ingest staged a newer input for it")
-        raise OpError(f"unit {params.unit!r} is not pending: {why}; list the current ones with historic_sql.units()",
+        raise OpError(f"unit {quoted(params.unit)} is not pending: {why}; "
+                      "list the current ones with historic_sql.units()",
                       code="unit_not_pending", details={"unit": params.unit})
     output = parse_output(kind, params.output)
     assert isinstance(output, UsageOutput | PatternsOutput)
@@ -159,7 +160,7 @@ def _table_key(name: str, tables: dict[str, Any]) -> str:
     if matches:
         raise InvalidArgs(f"table {name!r} is ambiguous: {', '.join(sorted(matches))}; qualify it with the schema",
                           details={"matches": sorted(matches)})
-    raise NotFound(f"table {name!r} has no usage in the latest ingest (it was not queried, or not resolved); "
+    raise NotFound(f"table {quoted(name)} has no usage in the latest ingest (it was not queried, or not resolved); "
                    "tables with usage: " + ", ".join(sorted(tables)[:20]), code="table_not_found")
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from khive.context import Context
-from khive.errors import NotFound
+from khive.errors import NotFound, quoted
 from khive.limits import OptionalQueryText
 from khive.verbs import NoParams, Params, Verb, Visibility
 from packs.scan import results
@@ -32,7 +32,7 @@ def _require_scan(ctx: Context, connection: str) -> str:
     ctx.runtime.connection(connection)
     sync = latest_sync(ctx.runtime.project, connection)
     if sync is None:
-        raise NotFound(f"connection {connection!r} has not been scanned yet; run `khive scan {connection}`",
+        raise NotFound(f"connection {quoted(connection)} has not been scanned yet; run `khive scan {connection}`",
                        code="scan_missing", details={"connection": connection})
     return sync
 
@@ -144,7 +144,7 @@ def entity(params: EntityParams, ctx: Context) -> dict[str, Any]:
     column = next((c for c in columns if c["name"].lower() == params.column.lower()), None)
     if column is None:
         names = ", ".join(c["name"] for c in table["columns"])
-        raise NotFound(f"table {key} has no column {params.column!r}; columns: {names}", code="column_not_found")
+        raise NotFound(f"table {key} has no column {quoted(params.column)}; columns: {names}", code="column_not_found")
     shard_column: dict[str, Any] = next((c for c in shard.get("columns") or [] if c.get("name") == column["name"]),
                                         {})
     extra = {k: v for k, v in shard_column.items() if k not in column}
@@ -167,7 +167,8 @@ def _resolve_table(name: str, artifacts: dict[str, dict[str, Any]]) -> str:
     import difflib
 
     close = difflib.get_close_matches(lowered, [k.lower() for k in artifacts], n=3, cutoff=0.5)
-    raise NotFound(f"no table {name!r} in the latest scan" + (f"; did you mean {', '.join(close)}?" if close else ""),
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise NotFound(f"no table {quoted(name)} in the latest scan{hint}",
                    code="table_not_found", details={"closest": close})
 
 
@@ -184,7 +185,7 @@ def diff(params: DiffParams, ctx: Context) -> dict[str, Any]:
     to = params.to or history[-1]
     for sync in (to, params.from_):
         if sync is not None and sync not in history:
-            raise NotFound(f"no scan {sync!r} for {params.connection}; scans: {', '.join(history)}",
+            raise NotFound(f"no scan {quoted(sync)} for {params.connection}; scans: {', '.join(history)}",
                            code="scan_missing")
     before_id = params.from_ or (history[history.index(to) - 1] if history.index(to) > 0 else None)
     before = _run_tables(ctx, params.connection, before_id) if before_id else {}

@@ -36,6 +36,7 @@ from packs.sl.guesses import free_name, guess, misread
 from packs.sl.index import known_sources
 from packs.sl.models import NAME_RE, Source
 from packs.sl.store import dump_new, dump_yaml, list_sources, load_yaml, source_path, to_commented
+from packs.sl.tableref import folds, table_key, table_sql
 from packs.sl.validate import Known, check_model, check_text, check_written, errors, sources_read
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ class _Existing:
             if source is None:
                 self.broken[name] = [str(p) for p in problems]
             if isinstance(table, str):
-                self.by_table.setdefault(table.casefold(), []).append(name)
+                self.by_table.setdefault(table_key(table).casefold(), []).append(name)
 
 
 def _plan_names(tables: Mapping[str, dict[str, Any]], existing: _Existing, connection: str,
@@ -153,7 +154,7 @@ def generate(tables: Mapping[str, dict[str, Any]], names: Mapping[str, str], dia
             cname = free_name(safe_name(original), taken)
             renamed[original] = cname
             item: dict[str, Any] = {"name": cname, "type": TYPE_MAP.get(str(column.get("type")), "string")}
-            if cname != original:
+            if cname != original or folds(original, dialect):
                 item["expr"] = exp.column(original, quoted=True).sql(dialect)
             if column.get("comment"):
                 item["descriptions"] = {"db": str(column["comment"])}
@@ -167,7 +168,7 @@ def generate(tables: Mapping[str, dict[str, Any]], names: Mapping[str, str], dia
                                                     ("bootstrap", guessed.description())) if text}
         if descriptions:
             data["descriptions"] = {key: str(text) for key, text in descriptions.items()}
-        data["table"] = key
+        data["table"] = table_sql(str(entry["db"]), str(entry["name"]), dialect)
         grain = [renamed[str(c["name"])] for c in entry.get("columns") or [] if c.get("primaryKey")]
         if grain:
             data["grain"] = grain

@@ -16,6 +16,7 @@ from khive.hookspecs import EdgeRule
 from khive.index.documents import Document, Edge, FileSource, dedupe_edges, words
 from packs.sl.models import Source
 from packs.sl.store import SL_ROOT, split_path
+from packs.sl.tableref import table_key
 from packs.sl.validate import Known, parse_source
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ def member_id(source: str, member: str) -> str:
 
 def table_doc_id(connection: str, table: str) -> str | None:
     """``table:<connection>:<db>.<name>`` for ``[catalog.]db.name``; None without a schema."""
-    parts = table.split(".")
+    parts = table_key(table).split(".")
     return f"table:{connection}:{parts[-2]}.{parts[-1]}" if len(parts) >= 2 else None
 
 
@@ -137,7 +138,7 @@ def documents(path: str, text: str) -> Sequence[Document]:
 
 
 def _reads_server_internals(table: str) -> bool:
-    parts = table.split(".")
+    parts = table_key(table).split(".")
     return internal_object(parts[-2] if len(parts) > 1 else "", parts[-1]) is not None
 
 

@@ -10,7 +10,7 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
 from khive.context import Context
-from khive.errors import InvalidArgs, NotFound, OpError
+from khive.errors import InvalidArgs, NotFound, OpError, quoted
 from khive.index.documents import words
 from khive.limits import OptionalQueryText, QueryText, capped, check
 from khive.project.yamldoc import YamlLimitError, plain, safe_yaml
@@ -127,7 +127,7 @@ def _locate(ctx: Context, name: str, connection: str | None) -> tuple[str, str]:
     names = sorted({source for _, source, _ in list_sources(files, connection)})
     close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else "; sl.list() shows the sources"
-    raise NotFound(f"no source {name!r}" + (f" in connection {connection!r}" if connection else "") + hint,
+    raise NotFound(f"no source {quoted(name)}" + (f" in connection {quoted(connection)}" if connection else "") + hint,
                    code="source_not_found", details={"name": name, "closest": close})
 
 

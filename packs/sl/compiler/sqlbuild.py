@@ -14,10 +14,12 @@ from functools import lru_cache
 
 from sqlglot import exp
 
+from khive.errors import quoted
 from packs.sl.compiler.graph import Edge
 from packs.sl.compiler.model import CompileError, DimRef, MeasureRef, bind, col, column_sql, ident, parse_sql
 from packs.sl.compiler.planner import Group, Plan
 from packs.sl.compiler.resolve import Catalog
+from packs.sl.tableref import parse_table
 
 _SQLITE_TRUNC = {
     "day": "DATE(__x__)",
@@ -33,7 +35,12 @@ _NO_MEDIAN = frozenset({"sqlite", "bigquery", "mysql"})  # MariaDB's MEDIAN is a
 
 @lru_cache(maxsize=1024)
 def _table_template(name: str, dialect: str) -> exp.Table:
-    return exp.to_table(name, dialect=dialect)
+    table = parse_table(name, dialect)
+    if table is None:
+        raise CompileError(f"table: {quoted(name)} is not a table reference in {dialect}; quote a part that holds "
+                           'dots, quotes or spaces (table: "my schema"."my.table"); sl.bootstrap writes it so',
+                           code="invalid_source", details={"table": name})
+    return table
 
 
 def _alias(expression: exp.Expr, alias: exp.Identifier) -> exp.Alias:
