@@ -62,10 +62,6 @@ CONTESTED_SLOTS = 5  # then each unit keeps its routing bonus for this many tabl
 VIEW = 0.3  # first ranks a view is lowered by, below the tables it reads
 VIEW_EVIDENCE = 0.5  # routing: a view restates its tables' words and a reporting view's name speaks for them
 PHRASE = 0.85  # two adjacent question words written together in one column name: above a column word (0.7)
-# Routing: a term's evidence short of a name (a column 0.35, a neighbour's name 0.45, a synonym 0.36) counts
-# evidence ** EVIDENCE_POWER, so a schema reaching several of the question's words through its columns and joins
-# beats one that names a single word (ADR 0031, eighth session); a name match (1.0) is unchanged.
-EVIDENCE_POWER = 0.8
 
 
 @dataclass
@@ -185,8 +181,7 @@ def route(terms: Sequence[Term], weights: list[float], lexicon: Lexicon, scored:
           ) -> dict[int, float]:
     """unit -> its share of the best unit's evidence. A unit's evidence is that of its best table together
     with the tables one join away (NEIGHBOUR each): a question is answered by a few joined tables, so a
-    big schema must not win by touching each word somewhere else. Each term's evidence counts raised to
-    EVIDENCE_POWER: coverage of the question's words over one strong match."""
+    big schema must not win by touching each word somewhere else."""
     mass: dict[int, float] = {}
     for entry in scored.values():
         row = [VIEW_EVIDENCE * value for value in entry.evidence] if entry.table.view else list(entry.evidence)
@@ -199,7 +194,7 @@ def route(terms: Sequence[Term], weights: list[float], lexicon: Lexicon, scored:
         for i, term in enumerate(terms):
             if names & term.forms.keys():
                 row[i] = 1.0
-        value = sum(w * s ** EVIDENCE_POWER for w, s in zip(weights, row, strict=True))
+        value = sum(w * s for w, s in zip(weights, row, strict=True))
         value /= 1.0 + UNIT_SIZE * math.log(len(lexicon.units.get(entry.table.unit, ())) or 1)
         mass[entry.table.unit] = max(mass.get(entry.table.unit, 0.0), value)
     top = max(mass.values(), default=0.0)
