@@ -62,7 +62,6 @@ CONTESTED_SLOTS = 5  # then each unit keeps its routing bonus for this many tabl
 VIEW = 0.3  # first ranks a view is lowered by, below the tables it reads
 VIEW_EVIDENCE = 0.5  # routing: a view restates its tables' words and a reporting view's name speaks for them
 PHRASE = 0.85  # two adjacent question words written together in one column name: above a column word (0.7)
-HINT = SYNONYM  # routing: forms this weak or weaker are hints and count squared (ADR 0031, eighth session)
 
 
 @dataclass
@@ -121,10 +120,8 @@ def score_tables(terms: Sequence[Term], weights: list[float], lexicon: Lexicon,
             if posting is None:
                 continue
             _keep_stronger(strengths, columns, i, posting, weight * posting.where)
-            # as routing evidence a hint (a synonym, a value's class) counts squared: a synonym of a name is not
-            # the name; an abbreviation or a derived form is the word itself, spelled otherwise, and counts once
-            hinted = weight * weight if weight <= HINT else weight
-            np.maximum.at(evidence[i], posting.tables, hinted * posting.evidence)
+            # as routing evidence a form counts squared: a synonym of a name is a hint, not a name
+            np.maximum.at(evidence[i], posting.tables, weight * weight * posting.evidence)
     _phrases(terms, weights, lexicon, strengths, columns)
     named = np.zeros(n_tables, dtype=np.float32)
     for form in {form for term in terms for form in term.forms}:
