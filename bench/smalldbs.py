@@ -220,6 +220,8 @@ def failure_modes(dump: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for part in ("tuning", "heldout"):
         chosen = [r for r in rows if r["part"] == part]
+        if not chosen:  # a --tuning-only dump has no held-out rows
+            continue
         literal = []
         for row in chosen:
             gold = frozenset(row["gold"][0])
