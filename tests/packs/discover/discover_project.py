@@ -64,3 +64,15 @@ def write_page(root: Path, key: str, front: str, body: str, scope: str = "global
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"---\n{front.strip()}\n---\n\n{body.strip()}\n")
     return path
+
+
+def duckdb_project(root: Path, ddl: str) -> Path:
+    """A new project whose one connection ``wh`` is a DuckDB warehouse made by ``ddl`` (not scanned yet)."""
+    import duckdb
+
+    init_project(root, "ann")
+    duckdb.connect(str(root / "wh.duckdb")).execute(ddl).close()
+    config = root / "khive.yaml"
+    config.write_text(config.read_text().replace("connections: {}",
+                                                 "connections:\n  wh: {driver: duckdb, path: wh.duckdb}"))
+    return root

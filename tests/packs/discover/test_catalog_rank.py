@@ -9,7 +9,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from discover_project import PACKS, Call
+from discover_project import PACKS, Call, duckdb_project
 
 from khive.bootstrap import open_runtime
 from khive.context import CLI, Context
@@ -247,11 +247,7 @@ async def test_a_reporting_views_name_routes_weakly(tmp_path: Path) -> None:
     # each employee cover?" from northwind's tables: a view restates the words of the tables it reads, and a
     # word of its name ("sales") labels a sum, not a table; as routing evidence a view counts VIEW_EVIDENCE
     root = tmp_path / "reporting"
-    init_project(root, "ann")
-    duckdb.connect(str(root / "wh.duckdb")).execute(REPORTING_DDL).close()
-    config = root / "khive.yaml"
-    config.write_text(config.read_text().replace("connections: {}",
-                                                 "connections:\n  wh: {driver: duckdb, path: wh.duckdb}"))
+    duckdb_project(root, REPORTING_DDL)
     runtime = open_runtime(root, {"KHIVE_PACKS": PACKS})
     try:
         ctx = Context(runtime, "operator:ann", CLI, presentation="verbose")

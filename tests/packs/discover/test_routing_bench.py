@@ -5,15 +5,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import duckdb
 import pytest
-from discover_project import PACKS
+from discover_project import PACKS, duckdb_project
 
 from khive.bootstrap import open_runtime
 from khive.context import CLI, Context
 from khive.dispatch import dispatch
 from khive.dsl import parse
-from khive.scaffold import init_project
 from packs.discover import lexicon_store
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -37,11 +35,7 @@ CREATE TABLE kennel.dog (id INTEGER PRIMARY KEY, name VARCHAR, breed VARCHAR);
 
 async def test_a_question_routed_elsewhere_shows_both_schemas_and_their_evidence(tmp_path: Path) -> None:
     root = tmp_path / "pool"
-    init_project(root, "ann")
-    duckdb.connect(str(root / "wh.duckdb")).execute(POOL_DDL).close()
-    config = root / "khive.yaml"
-    config.write_text(config.read_text().replace("connections: {}",
-                                                 "connections:\n  wh: {driver: duckdb, path: wh.duckdb}"))
+    duckdb_project(root, POOL_DDL)
     runtime = open_runtime(root, {"KHIVE_PACKS": PACKS})
     try:
         ctx = Context(runtime, "operator:ann", CLI, presentation="verbose")
