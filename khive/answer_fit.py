@@ -20,7 +20,10 @@ MAX_ANSWER_BYTES = 1_000_000  # under the 1 MiB event, with room for the JSON-RP
 
 def answer_bytes(envelope: dict[str, Any]) -> int:
     """Bytes of an MCP answer: the envelope as structured content plus its JSON text inside a JSON string."""
-    text = orjson.dumps(envelope)
+    return _answer_size(orjson.dumps(envelope))
+
+
+def _answer_size(text: bytes) -> int:
     return len(text) + len(orjson.dumps(text.decode()))
 
 
@@ -30,7 +33,7 @@ def fit_answer(envelope: dict[str, Any], limit: int = MAX_ANSWER_BYTES) -> dict[
     text = orjson.dumps(envelope)
     if 7 * len(text) + 2 <= limit:  # escaped, a byte takes at most 6 (\u001f): most answers need one dumps
         return envelope
-    total = len(text) + len(orjson.dumps(text.decode()))
+    total = _answer_size(text)
     if total <= limit:
         return envelope
     results = list(envelope["results"])

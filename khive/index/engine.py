@@ -104,8 +104,7 @@ class RetrievalIndex:
         self._walked = False
         self._vector_tables = VectorTables()
         self._build: BuildState | None = None  # during a build from nothing: what it wrote
-        self._log_held = False  # a build from nothing is being written: its commit leaves the log uncopied
-        self._checkpoint: threading.Thread | None = None  # the thread copying it
+        self._checkpoint: threading.Thread | None = None  # copying a build from nothing's log into the file
         self.generation = 0
 
     # freshness ------------------------------------------------------------------------------
@@ -141,6 +140,7 @@ class RetrievalIndex:
                 if owns_relative(source, relative):
                     current[(source.name, relative)] = stamp
         built = self._build_in_child(current) if self._wants_child(current) else None
+        from_nothing = built is not None
         if built is not None:
             report = built
         else:
@@ -150,14 +150,14 @@ class RetrievalIndex:
                     # What the index holds, read under the write lock: a process that waited for another's build
                     # sees what it wrote instead of building it again.
                     stored = stored_items(self.db)
-                    self._write(current, stored, self._stale_sources(), report,
-                                from_nothing=bool(current) and is_empty(self.db))
+                    from_nothing = bool(current) and is_empty(self.db)
+                    self._write(current, stored, self._stale_sources(), report, from_nothing=from_nothing)
             finally:
                 set_page_cache_size(self.db, cache)  # memory back once written
                 self.db.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT}")
                 self._build = None
-        if self._log_held:  # a build from nothing committed its log uncopied: copied meanwhile (ADR 0059)
-            self._log_held, self._checkpoint = False, checkpoint_in_thread(self.database)
+        if from_nothing:  # its commit left the log uncopied: a thread copies it meanwhile (ADR 0059)
+            self._checkpoint = checkpoint_in_thread(self.database)
         self._walked = True
         return self._finish(report)
 
@@ -172,7 +172,6 @@ class RetrievalIndex:
             set_page_cache_size(self.db, BUILD_PAGE_CACHE)
             # the commit writes the log only; a thread copies it into the file while the first search runs
             self.db.execute("PRAGMA wal_autocheckpoint = 0")
-            self._log_held = True
             drop_secondary_indexes(self.db)
             self._build = BuildState(in_child=in_child)
         for key in sorted(stored.keys() - current.keys()):  # first: a renamed file's ids are free again
